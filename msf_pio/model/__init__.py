@@ -1,0 +1,26 @@
+"""Model front ends: YAML spec, ONNX, the zoo; all produce the one IR of `ir.py`."""
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import MsfError
+from .ir import Model
+from .zoo import zoo_names, zoo_path
+
+
+def load_model(ref: str | Path) -> Model:
+    """A zoo name, a YAML spec or an ONNX file -> IR model (weights materialized lazily)."""
+    ref = str(ref)
+    path = zoo_path(ref) if "/" not in ref and not ref.endswith((".yaml", ".yml", ".onnx")) else None
+    if path is None:
+        path = Path(ref)
+        if not path.exists():
+            raise MsfError(f"no such model file, and not a zoo model (zoo: {', '.join(zoo_names())})",
+                           source=ref)
+    if path.suffix in (".yaml", ".yml"):
+        from .spec import load_spec
+        return load_spec(path)
+    if path.suffix == ".onnx":
+        from .onnx_import import load_onnx
+        return load_onnx(path)
+    raise MsfError("unknown model format: expected .yaml, .yml or .onnx", source=str(path))

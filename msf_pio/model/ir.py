@@ -1,0 +1,146 @@
+"""The one model IR: a list of layers over HWC int8 tensors.
+
+Tensors are numbered as the paper's graph nodes: tensor 0 is the network input, tensor n+1 the
+output of layer n. Every layer reads tensor n (its index) and, for a residual `add`, also an
+earlier tensor `skip`. Cost models, solvers, the code generator and the numpy reference all read
+these objects, so a prediction and the code it predicts cannot drift apart.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+# Layer kinds. Spatial ops can live inside a fusion block; head ops end one (iteratively).
+CONV = "conv2d"
+DEPTHWISE = "depthwise_conv2d"
+ADD = "add"
+MAX_POOL = "max_pool"
+AVG_POOL = "avg_pool"
+GLOBAL_AVGPOOL = "global_avgpool"
+DENSE = "dense"
+
+WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a k x k window and a stride
+SPATIAL_OPS = WINDOW_OPS + (ADD,)                    # fusable inside a block's tiles
+HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
+ALL_OPS = SPATIAL_OPS + HEAD_OPS
+ACTIVATIONS = ("none", "relu", "relu6")
+
+Shape = tuple[int, int, int]   # (H, W, C)
+
+
+@dataclass(frozen=True)
+class QParams:
+    """Per-tensor asymmetric int8 quantization: real = scale * (q - zero_point)."""
+    scale: float
+    zero_point: int
+
+
+@dataclass
+class Weights:
+    """Quantized parameters of one layer (TFLite layouts).
+
+    conv2d: int8 (C_out, k, k, C_in); depthwise: int8 (1, k, k, C); dense: int8 (out, in).
+    `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
+    """
+    w: np.ndarray
+    bias: np.ndarray
+    scales: np.ndarray
+
+
+@dataclass
+class Layer:
+    op: str
+    in_shape: Shape
+    out_shape: Shape
+    kernel: int = 1
+    stride: int = 1
+    pad: tuple[int, int, int, int] = (0, 0, 0, 0)   # top, left, bottom, right
+    act: str = "none"
+    skip: int | None = None                          # add: index of the earlier tensor added
+    name: str = ""
+    weights: Weights | None = None
+    q_out: QParams | None = None                    # quantization of this layer's output tensor
+
+    @property
+    def cin(self) -> int:
+        return self.in_shape[2]
+
+    @property
+    def cout(self) -> int:
+        return self.out_shape[2]
+
+    @property
+    def pad_top(self) -> int:
+        return self.pad[0]
+
+    @property
+    def pad_left(self) -> int:
+        return self.pad[1]
+
+    @property
+    def has_window(self) -> bool:
+        return self.op in WINDOW_OPS
+
+    def macs_per_tap(self) -> int:
+        """Multiply-accumulates per output element and per kernel tap."""
+        if self.op == CONV:
+            return self.cin
+        return 1
+
+
+@dataclass
+class Model:
+    name: str
+    input_shape: Shape
+    layers: list[Layer]
+    source: str = ""                     # file the model came from (for error messages)
+    q_input: QParams | None = None
+    weights_spec: dict = field(default_factory=dict)   # how to materialize weights (see weights.py)
+
+    @property
+    def n_layers(self) -> int:
+        return len(self.layers)
+
+    def tensor_shape(self, t: int) -> Shape:
+        """Shape of tensor t (0 = network input, n+1 = output of layer n)."""
+        return self.input_shape if t == 0 else self.layers[t - 1].out_shape
+
+    def tensor_q(self, t: int) -> QParams | None:
+        """Quantization of tensor t (inputs of a layer are looked up here, never duplicated)."""
+        return self.q_input if t == 0 else self.layers[t - 1].q_out
+
+    def tensor_bytes(self, t: int) -> int:
+        h, w, c = self.tensor_shape(t)
+        return h * w * c
+
+    @property
+    def output_shape(self) -> Shape:
+        return self.tensor_shape(self.n_layers)
+
+    def residuals(self) -> dict[int, int]:
+        """Map add-layer index -> skip tensor index."""
+        return {i: l.skip for i, l in enumerate(self.layers) if l.op == ADD}
+
+    def skip_consumer(self) -> dict[int, int]:
+        """Map skip tensor index -> index of the add layer that consumes it."""
+        return {s: i for i, s in self.residuals().items()}
+
+    @property
+    def quantized(self) -> bool:
+        return self.q_input is not None and all(l.q_out is not None for l in self.layers)
+
+    def with_layers(self, layers: list[Layer]) -> "Model":
+        return replace(self, layers=layers)
+
+
+def conv_out(size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:
+    """Output length of a window op along one axis."""
+    return (size + pad_before + pad_after - kernel) // stride + 1
+
+
+def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
+    """TFLite SAME padding along one axis: (before, after); the extra pixel goes after."""
+    out = -(-size // stride)
+    total = max((out - 1) * stride + kernel - size, 0)
+    return total // 2, total - total // 2

@@ -1,0 +1,269 @@
+"""YAML model spec -> IR, with shape inference and validation (DESIGN.md section 3).
+
+Every error names the file, the spec layer index and the field, e.g.
+`models/net.yaml: layers[3].kernel: must be a positive integer, got 'x'`.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..errors import MsfError
+from . import ir
+from .ir import Layer, Model, conv_out, same_padding
+
+_COMMON = {"op", "name"}
+_FIELDS = {
+    "conv2d": {"out", "kernel", "stride", "padding", "act"},
+    "pointwise": {"out", "stride", "act"},
+    "depthwise_conv2d": {"out", "kernel", "stride", "padding", "act"},
+    "inverted_residual": {"out", "expand", "kernel", "stride", "repeat", "act", "residual"},
+    "add": {"from", "act"},
+    "max_pool": {"kernel", "stride", "padding"},
+    "avg_pool": {"kernel", "stride", "padding"},
+    "global_avgpool": set(),
+    "dense": {"out", "act"},
+}
+_TOP = {"name", "input", "weights", "layers"}
+_WEIGHT_KINDS = ("random", "npz", "onnx")
+
+
+class _Ctx:
+    """Where we are in the spec, for error messages."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.where = ""
+
+    def error(self, field: str, message: str) -> MsfError:
+        where = f"{self.where}.{field}" if self.where and field else (self.where or field)
+        return MsfError(message, source=self.source, where=where)
+
+
+def load_spec(path: str | Path) -> Model:
+    """Read a YAML spec file into a (weightless) IR model."""
+    path = Path(path)
+    try:
+        text = path.read_text()
+    except OSError as exc:
+        raise MsfError(f"cannot read model file ({exc.strerror})", source=str(path)) from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        loc = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
+        raise MsfError(f"malformed YAML: {getattr(exc, 'problem', exc)}", source=str(path),
+                       where=loc) from None
+    return spec_to_model(data, source=str(path))
+
+
+def spec_to_model(data: Any, source: str = "<spec>") -> Model:
+    ctx = _Ctx(source)
+    if not isinstance(data, dict):
+        raise ctx.error("", "a model spec must be a mapping with 'input' and 'layers'")
+    for key in data:
+        if key not in _TOP:
+            raise ctx.error(str(key), f"unknown top-level field (expected one of {sorted(_TOP)})")
+    name = data.get("name") or Path(source).stem
+    input_shape = _input_shape(data.get("input"), ctx)
+    weights_spec = _weights_spec(data.get("weights", {"random": 0}), ctx, source)
+    layers_spec = data.get("layers")
+    if not isinstance(layers_spec, list) or not layers_spec:
+        raise ctx.error("layers", "must be a non-empty list of layers")
+
+    builder = _Builder(input_shape, ctx)
+    for index, spec in enumerate(layers_spec):
+        ctx.where = f"layers[{index}]"
+        builder.add_spec_layer(index, spec)
+    ctx.where = ""
+    return Model(name=str(name), input_shape=input_shape, layers=builder.layers, source=source,
+                 weights_spec=weights_spec)
+
+
+def _input_shape(value: Any, ctx: _Ctx) -> ir.Shape:
+    shape = value.get("shape") if isinstance(value, dict) else None
+    if (not isinstance(shape, list) or len(shape) != 3
+            or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)):
+        raise ctx.error("input.shape", f"must be [H, W, C] of positive integers, got {shape!r}")
+    return (shape[0], shape[1], shape[2])
+
+
+def _weights_spec(value: Any, ctx: _Ctx, source: str) -> dict:
+    if not isinstance(value, dict) or len(value) != 1 or next(iter(value)) not in _WEIGHT_KINDS:
+        raise ctx.error("weights", "must be one of {random: SEED}, {npz: FILE}, {onnx: FILE}")
+    kind, arg = next(iter(value.items()))
+    if kind == "random":
+        if not isinstance(arg, int) or isinstance(arg, bool):
+            raise ctx.error("weights.random", f"seed must be an integer, got {arg!r}")
+        return {"random": arg}
+    if not isinstance(arg, str):
+        raise ctx.error(f"weights.{kind}", "must be a file path")
+    base = Path(source).parent if source and not source.startswith("<") else Path(".")
+    return {kind: str(base / arg)}
+
+
+class _Builder:
+    """Expands spec layers (and macros) into IR layers, inferring shapes as it goes."""
+
+    def __init__(self, input_shape: ir.Shape, ctx: _Ctx):
+        self.ctx = ctx
+        self.layers: list[Layer] = []
+        self.shape = input_shape
+        self.input_shape = input_shape
+        self.spec_outputs: list[int] = []     # spec layer index -> IR tensor index of its output
+        self.names: dict[str, int] = {}
+
+    # -- field readers ---------------------------------------------------------------------
+    def _int(self, spec: dict, key: str, default: int | None = None, minimum: int = 1) -> int:
+        value = spec.get(key, default)
+        if value is None:
+            raise self.ctx.error(key, "is required")
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.ctx.error(key, f"must be an integer >= {minimum}, got {value!r}")
+        return value
+
+    def _act(self, spec: dict, default: str) -> str:
+        act = spec.get("act", default)
+        if act is None:
+            act = "none"
+        if act not in ir.ACTIVATIONS:
+            raise self.ctx.error("act", f"must be one of {list(ir.ACTIVATIONS)}, got {act!r}")
+        return act
+
+    def _padding(self, spec: dict, kernel: int, stride: int, default: str) -> tuple[int, int, int, int]:
+        value = spec.get("padding", default)
+        h, w, _ = self.shape
+        if value == "same":
+            top, bottom = same_padding(h, kernel, stride)
+            left, right = same_padding(w, kernel, stride)
+            return (top, left, bottom, right)
+        if value == "valid":
+            return (0, 0, 0, 0)
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < kernel:
+            return (value, value, value, value)
+        raise self.ctx.error("padding", f"must be 'same', 'valid' or an integer in [0, kernel), got {value!r}")
+
+    # -- layer emitters --------------------------------------------------------------------
+    def _emit(self, op: str, out_c: int, kernel: int = 1, stride: int = 1,
+              pad=(0, 0, 0, 0), act: str = "none", skip: int | None = None, name: str = "") -> int:
+        h, w, c = self.shape
+        if op in ir.WINDOW_OPS:
+            oh = conv_out(h, kernel, stride, pad[0], pad[2])
+            ow = conv_out(w, kernel, stride, pad[1], pad[3])
+            if oh < 1 or ow < 1:
+                raise self.ctx.error("kernel", f"kernel {kernel} does not fit the {h}x{w} input")
+            out = (oh, ow, out_c)
+        elif op == ir.GLOBAL_AVGPOOL:
+            out = (1, 1, c)
+        elif op == ir.DENSE:
+            out = (1, 1, out_c)
+        else:  # add
+            out = (h, w, c)
+        layer = Layer(op=op, in_shape=self.shape, out_shape=out, kernel=kernel, stride=stride,
+                      pad=tuple(pad), act=act, skip=skip,
+                      name=name or f"{op}_{len(self.layers)}")
+        self.layers.append(layer)
+        self.shape = out
+        return len(self.layers)      # tensor index of this layer's output
+
+    def _window(self, op: str, spec: dict, out_c: int, default_pad: str, act: str) -> int:
+        kernel = self._int(spec, "kernel")
+        stride = self._int(spec, "stride", kernel if op in (ir.MAX_POOL, ir.AVG_POOL) else 1)
+        pad = self._padding(spec, kernel, stride, default_pad)
+        return self._emit(op, out_c, kernel, stride, pad, act, name=spec.get("name", ""))
+
+    def add_spec_layer(self, index: int, spec: Any) -> None:
+        if not isinstance(spec, dict):
+            raise self.ctx.error("", f"must be a mapping with an 'op', got {spec!r}")
+        op = spec.get("op")
+        if op not in _FIELDS:
+            raise self.ctx.error("op", f"unknown op {op!r} (supported: {', '.join(_FIELDS)})")
+        for key in spec:
+            if key not in _FIELDS[op] | _COMMON:
+                raise self.ctx.error(str(key), f"unknown field for op {op} "
+                                               f"(allowed: {', '.join(sorted(_FIELDS[op]))})")
+        c = self.shape[2]
+        if op == "conv2d":
+            out = self._window(ir.CONV, spec, self._int(spec, "out"), "same", self._act(spec, "none"))
+        elif op == "pointwise":
+            spec = {**spec, "kernel": 1}
+            out = self._window(ir.CONV, spec, self._int(spec, "out"), "valid", self._act(spec, "none"))
+        elif op == "depthwise_conv2d":
+            if self._int(spec, "out", c) != c:
+                raise self.ctx.error("out", f"a depthwise conv keeps the channels: must be {c}")
+            out = self._window(ir.DEPTHWISE, spec, c, "same", self._act(spec, "none"))
+        elif op in ("max_pool", "avg_pool"):
+            out = self._window(op, spec, c, "valid", "none")
+        elif op == "global_avgpool":
+            out = self._emit(ir.GLOBAL_AVGPOOL, c, name=spec.get("name", ""))
+        elif op == "dense":
+            out = self._emit(ir.DENSE, self._int(spec, "out"), act=self._act(spec, "none"),
+                             name=spec.get("name", ""))
+        elif op == "add":
+            out = self._add(spec)
+        else:
+            out = self._inverted_residual(spec)
+        self.spec_outputs.append(out)
+        if "name" in spec:
+            self.names[str(spec["name"])] = out
+
+    def _add(self, spec: dict) -> int:
+        ref = spec.get("from")
+        if ref == "input":
+            skip = 0
+        elif isinstance(ref, str) and ref in self.names:
+            skip = self.names[ref]
+        elif isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(self.spec_outputs):
+            skip = self.spec_outputs[ref]
+        else:
+            raise self.ctx.error("from", "must be 'input', the index of an earlier layer or the "
+                                         f"name of an earlier layer, got {ref!r}")
+        skip_shape = self._tensor_shape(skip)
+        if skip_shape != self.shape:
+            raise self.ctx.error("from", f"shape {list(skip_shape)} of the added tensor differs "
+                                         f"from the current shape {list(self.shape)}")
+        if skip in {l.skip for l in self.layers if l.op == ir.ADD}:
+            raise self.ctx.error("from", "a tensor can be added only once")
+        if skip == len(self.layers):
+            raise self.ctx.error("from", "adds the current tensor to itself")
+        return self._emit(ir.ADD, self.shape[2], act=self._act(spec, "none"), skip=skip,
+                          name=spec.get("name", ""))
+
+    def _tensor_shape(self, t: int) -> ir.Shape:
+        return self.layers[t - 1].out_shape if t else self.input_shape
+
+    def _inverted_residual(self, spec: dict) -> int:
+        """MobileNetV2 block: [1x1 expand relu6] -> kxk depthwise relu6 -> 1x1 project (+ skip)."""
+        out_c = self._int(spec, "out")
+        expand = self._int(spec, "expand", 1)
+        kernel = self._int(spec, "kernel", 3)
+        stride = self._int(spec, "stride", 1)
+        repeat = self._int(spec, "repeat", 1)
+        act = self._act(spec, "relu6")
+        residual = spec.get("residual", "auto")
+        if residual not in ("auto", True, False):
+            raise self.ctx.error("residual", f"must be auto, true or false, got {residual!r}")
+        base = spec.get("name", f"ir{len(self.spec_outputs)}")
+        out = len(self.layers)
+        for r in range(repeat):
+            s = stride if r == 0 else 1
+            block_in = len(self.layers)
+            cin = self.shape[2]
+            can_add = s == 1 and cin == out_c
+            if residual is True and not can_add:
+                raise self.ctx.error("residual", f"needs stride 1 and in == out channels "
+                                                 f"(got stride {s}, {cin} -> {out_c})")
+            name = f"{base}.{r}" if repeat > 1 else base
+            if expand != 1:
+                self._emit(ir.CONV, cin * expand, 1, 1, (0, 0, 0, 0), act, name=f"{name}.expand")
+            h, w, _ = self.shape
+            top, bottom = same_padding(h, kernel, s)
+            left, right = same_padding(w, kernel, s)
+            self._emit(ir.DEPTHWISE, self.shape[2], kernel, s, (top, left, bottom, right), act,
+                       name=f"{name}.dw")
+            out = self._emit(ir.CONV, out_c, 1, 1, (0, 0, 0, 0), "none", name=f"{name}.project")
+            if can_add and residual in ("auto", True):
+                out = self._emit(ir.ADD, out_c, skip=block_in, name=f"{name}.add")
+        return out
