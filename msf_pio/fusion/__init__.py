@@ -1,0 +1,1 @@
+"""Fusion graph (tensors as nodes, single layers and fusion blocks as edges), cost models, solvers."""

@@ -1,0 +1,247 @@
+"""The `exact` cost model: the arena bytes and MACs our generated code really uses.
+
+Execution scheme it models (the C fused-block executor follows it step for step):
+- A fusion block produces its output one row at a time (a tile row); within a row it sweeps the
+  columns left to right, each layer computing its output column by column on demand
+  (H-cache: columns cached, rows recomputed for every tile row).
+- Every tensor inside a block lives in a ring of columns sized for all its consumers (a residual
+  skip tensor inside a block needs more columns than its 1x1 consumer alone); the block input is
+  read in place from the arena. Padding taps are skipped, so rows and columns are clipped to the
+  tensor, and MACs count only real taps (DESIGN.md section 5).
+- A block may end with global average pooling (int32 accumulators) and a dense layer after it, so
+  the last feature map is never stored whole.
+- A residual skip tensor made before an edge and added during or after it stays alive in the arena;
+  an add writes its output in place over such a skip tensor.
+- The network input and output live in the caller's buffers (workspace excludes them).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import MsfError
+from ..model import ir
+from ..model.ir import Layer, Model
+from .edge import Edge
+
+NAME = "exact"
+
+
+# -- per-layer geometry -------------------------------------------------------------------
+def _valid_taps(out_len: int, in_len: int, kernel: int, stride: int, pad: int) -> np.ndarray:
+    """Number of kernel taps that fall inside the input, for every output position of one axis."""
+    start = np.arange(out_len) * stride - pad
+    return np.minimum(start + kernel, in_len) - np.maximum(start, 0)
+
+
+def _tap_macs(layer: Layer) -> int:
+    """MACs per valid tap per output pixel (all output channels)."""
+    return layer.cin * layer.cout if layer.op == ir.CONV else layer.cout
+
+
+def layer_macs(layer: Layer) -> int:
+    """MACs of a layer run whole (the unfused count)."""
+    if layer.has_window:
+        return int(_row_taps(layer).sum() * _col_taps(layer).sum()) * _tap_macs(layer)
+    if layer.op == ir.GLOBAL_AVGPOOL:
+        h, w, c = layer.in_shape
+        return h * w * c
+    if layer.op == ir.DENSE:
+        h, w, c = layer.in_shape
+        return h * w * c * layer.cout
+    return 0   # add: elementwise, no multiply-accumulate
+
+
+def _row_taps(layer: Layer) -> np.ndarray:
+    return _valid_taps(layer.out_shape[0], layer.in_shape[0], layer.kernel, layer.stride,
+                       layer.pad_top)
+
+
+def _col_taps(layer: Layer) -> np.ndarray:
+    return _valid_taps(layer.out_shape[1], layer.in_shape[1], layer.kernel, layer.stride,
+                       layer.pad_left)
+
+
+def unfused_macs(model: Model) -> int:
+    return sum(layer_macs(l) for l in model.layers)
+
+
+def _check(model: Model) -> None:
+    for i, layer in enumerate(model.layers):
+        if layer.op not in ir.ALL_OPS:
+            raise MsfError(f"unsupported op '{layer.op}'", source=model.source or model.name,
+                           where=f"layers[{i}]")
+
+
+# -- block schedules ----------------------------------------------------------------------
+@dataclass
+class BlockSchedule:
+    """Row needs per tile and column ring sizes of every tensor of blocks ending at layer `end`.
+
+    Valid for every block start >= `lowest_first`: the rows and columns a tensor must provide
+    depend only on the layers after it.
+    """
+    end: int                       # last spatial layer of the block
+    lowest_first: int
+    row_lo: dict[int, np.ndarray]  # tensor -> first row needed, per tile (output row of `end`)
+    row_hi: dict[int, np.ndarray]  # tensor -> one past the last row needed, per tile
+    ring_cols: dict[int, int]      # tensor -> columns its ring must hold
+    layer_macs: dict[int, int]     # layer -> MACs over all tiles
+
+    def ring_rows(self, t: int) -> int:
+        return int((self.row_hi[t] - self.row_lo[t]).max())
+
+    def ring_bytes(self, model: Model, t: int) -> int:
+        return self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2]
+
+
+def _inputs(layer: Layer, index: int) -> list[int]:
+    return [index, layer.skip] if layer.op == ir.ADD else [index]
+
+
+def _col_range(layer: Layer, x: int, in_width: int) -> tuple[int, int]:
+    """Input columns [lo, hi] that output column x of `layer` reads."""
+    if layer.op == ir.ADD:
+        return x, x
+    start = x * layer.stride - layer.pad_left
+    return max(start, 0), min(start + layer.kernel - 1, in_width - 1)
+
+
+def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
+    layers = model.layers
+    tiles = layers[end].out_shape[0]
+    lo = {end + 1: np.arange(tiles)}
+    hi = {end + 1: np.arange(tiles) + 1}
+    macs: dict[int, int] = {}
+    for l in range(end, lowest_first - 1, -1):          # rows: back-propagate every tile at once
+        layer = layers[l]
+        a, b = lo[l + 1], hi[l + 1]
+        if layer.has_window:
+            taps = np.concatenate([[0], np.cumsum(_row_taps(layer))])
+            macs[l] = int((taps[b] - taps[a]).sum() * _col_taps(layer).sum()) * _tap_macs(layer)
+            h = layer.in_shape[0]
+            need = [(np.maximum(a * layer.stride - layer.pad_top, 0),
+                     np.minimum((b - 1) * layer.stride - layer.pad_top + layer.kernel, h))]
+        else:
+            macs[l] = 0
+            need = [(a, b)]
+        for t in _inputs(layer, l):
+            if t < lowest_first:
+                continue
+            nlo, nhi = need[0]
+            if t in lo:
+                lo[t], hi[t] = np.minimum(lo[t], nlo), np.maximum(hi[t], nhi)
+            else:
+                lo[t], hi[t] = nlo, nhi
+    return BlockSchedule(end, lowest_first, lo, hi, _ring_columns(model, end, lowest_first), macs)
+
+
+def _ring_columns(model: Model, end: int, lowest_first: int) -> dict[int, int]:
+    """Simulate the demand-driven column sweep; a ring must span from the oldest column any
+    consumer still needs to the newest column produced."""
+    layers = model.layers
+    consumers: dict[int, list[int]] = {}
+    for l in range(lowest_first, end + 1):
+        for t in _inputs(layers[l], l):
+            consumers.setdefault(t, []).append(l)
+    produced = {t: -1 for t in range(lowest_first, end + 2)}
+    next_col = {l: 0 for l in range(lowest_first, end + 1)}
+    span = {t: 1 for t in range(lowest_first + 1, end + 2)}
+
+    def width(t: int) -> int:
+        return model.tensor_shape(t)[1]
+
+    def compute(l: int, x: int) -> None:
+        layer = layers[l]
+        for t in _inputs(layer, l):
+            if t <= lowest_first:
+                continue                      # read in place from the arena
+            need = _col_range(layer, x, width(t))[1]
+            while produced[t] < need:
+                compute(t - 1, produced[t] + 1)
+        out = l + 1
+        produced[out] = x
+        next_col[l] = x + 1
+        if out <= end:
+            oldest = min(_col_range(layers[c], next_col[c], width(out))[0] for c in consumers[out])
+            span[out] = max(span[out], x - oldest + 1)
+
+    for x in range(layers[end].out_shape[1]):
+        compute(end, x)
+    return span
+
+
+# -- edges --------------------------------------------------------------------------------
+def _alive_skips(model: Model, first: int) -> list[int]:
+    """Skip tensors made before tensor `first` and added at or after layer `first`."""
+    return [s for a, s in model.residuals().items() if s < first <= a]
+
+
+def _edge_ram(model: Model, first: int, last: int, internal: int) -> tuple[int, dict]:
+    """Workspace bytes of an edge: its input, output, alive skips and `internal` ring bytes."""
+    n = model.n_layers
+    alive = _alive_skips(model, first)
+    skip_bytes = sum(model.tensor_bytes(s) for s in alive if s != 0)
+    in_bytes = model.tensor_bytes(first) if first != 0 else 0
+    tail = model.layers[last]
+    in_place = tail.op == ir.ADD and tail.skip < first and tail.skip != 0 and last + 1 != n
+    out_bytes = 0 if in_place or last + 1 == n else model.tensor_bytes(last + 1)
+    ram = in_bytes + out_bytes + skip_bytes + internal
+    return ram, {"in_place": in_place} if in_place else {}
+
+
+def _single(model: Model, i: int) -> Edge:
+    ram, detail = _edge_ram(model, i, i, 0)
+    return Edge(i, i, ram, layer_macs(model.layers[i]), "single", detail)
+
+
+def _lowest_first(model: Model, end: int) -> int:
+    """Smallest block start for a block whose spatial part ends at `end`: spatial layers only,
+    and no skip tensor made inside the block may be added after it."""
+    add_of = model.skip_consumer()
+    first = end
+    while first > 0 and model.layers[first - 1].op in ir.SPATIAL_OPS:
+        if add_of.get(first, -1) > end:       # tensor `first` would become internal
+            break
+        first -= 1
+    return first
+
+
+def _tails(model: Model, end: int) -> list[int]:
+    """Possible last layers of a block whose spatial part ends at `end` (iterative head)."""
+    layers, tails = model.layers, [end]
+    if end + 1 < len(layers) and layers[end + 1].op == ir.GLOBAL_AVGPOOL:
+        tails.append(end + 1)
+        if end + 2 < len(layers) and layers[end + 2].op == ir.DENSE:
+            tails.append(end + 2)
+    return tails
+
+
+def edges(model: Model) -> list[Edge]:
+    _check(model)
+    out = [_single(model, i) for i in range(model.n_layers)]
+    for end, layer in enumerate(model.layers):
+        if layer.op not in ir.SPATIAL_OPS:
+            continue
+        lowest = _lowest_first(model, end)
+        tails = _tails(model, end)
+        if lowest == end and len(tails) == 1:
+            continue
+        sched = block_schedule(model, end, lowest)
+        for first in range(end, lowest - 1, -1):
+            rings = sum(sched.ring_bytes(model, t) for t in range(first + 1, end + 1))
+            macs = sum(sched.layer_macs[l] for l in range(first, end + 1))
+            for last in tails:
+                if last == first:
+                    continue
+                internal, head_macs = rings, 0
+                if last > end:       # iterative head: a 1-pixel staging column + int32 sums
+                    c = model.layers[end].cout
+                    internal += c + 4 * c
+                    head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
+                ram, detail = _edge_ram(model, first, last, internal)
+                detail = {**detail, "rings": {t: [sched.ring_rows(t), sched.ring_cols[t]]
+                                              for t in range(first + 1, end + 1)}}
+                out.append(Edge(first, last, ram, macs + head_macs, "h-cache", detail))
+    return out

@@ -1,0 +1,78 @@
+"""A fusion plan: a path through the fusion graph, with its peak RAM, MACs and overhead F."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from .edge import Edge
+
+
+@dataclass
+class Plan:
+    model: str
+    cost_model: str
+    objective: str
+    blocks: list[Edge]
+    unfused_macs: int
+    max_overhead: float = math.inf
+    ram_limit: float | None = None
+    feasible: bool = True
+    reason: str = ""
+    layer_names: list[str] = field(default_factory=list, repr=False)
+
+    @classmethod
+    def from_path(cls, graph, path: list[Edge] | None, objective: str, **opts) -> "Plan":
+        plan = cls(model=graph.model.name, cost_model=graph.cost_model, objective=objective,
+                   blocks=path or [], unfused_macs=graph.unfused_macs,
+                   layer_names=[l.name for l in graph.model.layers], **opts)
+        if path is None:
+            plan.mark_infeasible("no plan satisfies the constraints")
+        return plan
+
+    def mark_infeasible(self, reason: str) -> None:
+        self.feasible, self.reason = False, reason
+
+    @property
+    def peak_ram(self) -> int:
+        return max((e.ram for e in self.blocks), default=0)
+
+    @property
+    def macs(self) -> int:
+        return sum(e.macs for e in self.blocks)
+
+    @property
+    def overhead(self) -> float:
+        return self.macs / self.unfused_macs if self.unfused_macs else 1.0
+
+    @property
+    def label(self) -> str:
+        """Short plan name for serial lines and reports, e.g. p1:1.3 or p2:65536."""
+        if self.objective == "min_ram":
+            return f"p1:{_num(self.max_overhead)}"
+        if self.objective == "min_macs":
+            return f"p2:{_num(self.ram_limit)}"
+        return self.objective
+
+    def to_json(self) -> dict:
+        return {
+            "model": self.model,
+            "cost_model": self.cost_model,
+            "objective": self.objective,
+            "max_overhead": None if math.isinf(self.max_overhead) else self.max_overhead,
+            "ram_limit": None if self.ram_limit is None or math.isinf(self.ram_limit)
+            else int(self.ram_limit),
+            "feasible": self.feasible,
+            **({"reason": self.reason} if not self.feasible else {}),
+            "peak_ram_bytes": self.peak_ram if self.feasible else None,
+            "macs": self.macs if self.feasible else None,
+            "unfused_macs": self.unfused_macs,
+            "overhead": round(self.overhead, 6) if self.feasible else None,
+            "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
+                        "ram_bytes": e.ram, "macs": e.macs, **e.detail} for e in self.blocks],
+        }
+
+
+def _num(x) -> str:
+    if x is None or (isinstance(x, float) and math.isinf(x)):
+        return "inf"
+    return f"{x:g}"

@@ -1,0 +1,132 @@
+"""Paths through the fusion graph: vanilla, heuristic, P1, P2 and the RAM/MAC Pareto frontier.
+
+The central primitive is the min-MAC path using only edges whose RAM is at most a threshold T
+(ties: smaller peak RAM). P1 finds the smallest T whose min-MAC path has F <= Fmax (feasibility is
+monotone in T); P2 is that path at T = Pmax; the frontier is every T where the min MACs drop.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .edge import Edge
+from .graph import FusionGraph
+from .plan import Plan
+
+_INF = np.iinfo(np.int64).max // 4
+
+
+def min_mac_path(graph: FusionGraph, ram_limit: float) -> list[Edge] | None:
+    """Min-MAC path with every edge's RAM <= ram_limit; among equal MACs the smaller peak."""
+    best: list[tuple[int, int] | None] = [None] * graph.n_nodes
+    parent: list[int] = [-1] * graph.n_nodes
+    best[0] = (0, 0)
+    for v in range(1, graph.n_nodes):
+        for k in graph.incoming[v]:
+            e = graph.edges[k]
+            b = best[e.src]
+            if b is None or e.ram > ram_limit:
+                continue
+            cand = (b[0] + e.macs, max(b[1], e.ram))
+            if best[v] is None or cand < best[v]:
+                best[v], parent[v] = cand, k
+    if best[-1] is None:
+        return None
+    path, v = [], graph.output_node
+    while v:
+        e = graph.edges[parent[v]]
+        path.append(e)
+        v = e.src
+    return path[::-1]
+
+
+def min_macs_by_threshold(graph: FusionGraph, thresholds: np.ndarray) -> np.ndarray:
+    """Min path MACs for every RAM threshold at once (vectorized over thresholds)."""
+    best = np.full((graph.n_nodes, len(thresholds)), _INF, dtype=np.int64)
+    best[0] = 0
+    for v in range(1, graph.n_nodes):
+        row = best[v]
+        for k in graph.incoming[v]:
+            cand = best[graph.src[k]] + graph.macs[k]
+            cand[thresholds < graph.ram[k]] = _INF
+            np.minimum(row, cand, out=row)
+    return np.minimum(best[-1], _INF)
+
+
+def _plan(graph: FusionGraph, path: list[Edge] | None, objective: str, **opts) -> Plan:
+    return Plan.from_path(graph, path, objective, **opts)
+
+
+def vanilla(graph: FusionGraph) -> Plan:
+    path = [graph.single_edge(i) for i in range(graph.model.n_layers)]
+    return _plan(graph, path, "vanilla")
+
+
+def heuristic(graph: FusionGraph) -> Plan:
+    """MCUNetV2-like: fuse only the head (any block from the input), then single layers."""
+    singles = [graph.single_edge(i) for i in range(graph.model.n_layers)]
+    # suffix_peak[j] = peak RAM of the single layers j..end
+    suffix_peak = [0] * (len(singles) + 1)
+    for j in range(len(singles) - 1, -1, -1):
+        suffix_peak[j] = max(singles[j].ram, suffix_peak[j + 1])
+    suffix_macs = np.concatenate([np.cumsum([e.macs for e in singles][::-1])[::-1], [0]])
+    best = None
+    for e in graph.edges:
+        if e.src != 0:
+            continue
+        key = (max(e.ram, suffix_peak[e.dst]), e.macs + int(suffix_macs[e.dst]))
+        if best is None or key < best[0]:
+            best = (key, [e] + singles[e.dst:])
+    return _plan(graph, best[1], "heuristic")
+
+
+def p1_min_ram(graph: FusionGraph, max_overhead: float = math.inf) -> Plan:
+    """P1: least peak RAM subject to F <= Fmax."""
+    thresholds = np.unique(graph.ram)
+    macs = min_macs_by_threshold(graph, thresholds)
+    ok = (macs < _INF) & (macs / graph.unfused_macs <= max_overhead)
+    if not ok.any():
+        return _plan(graph, None, "min_ram", max_overhead=max_overhead)
+    t = thresholds[int(np.argmax(ok))]
+    return _plan(graph, min_mac_path(graph, t), "min_ram", max_overhead=max_overhead)
+
+
+def p2_min_macs(graph: FusionGraph, ram_limit: float) -> Plan:
+    """P2: fewest MACs subject to peak RAM <= Pmax."""
+    return _plan(graph, min_mac_path(graph, ram_limit), "min_macs", ram_limit=ram_limit)
+
+
+def pareto(graph: FusionGraph) -> list[Plan]:
+    """Every non-dominated (peak RAM, MACs) plan, by increasing peak RAM."""
+    thresholds = np.unique(graph.ram)
+    macs = min_macs_by_threshold(graph, thresholds)
+    plans, last = [], _INF
+    for t, m in zip(thresholds, macs):
+        if m < last:
+            plans.append(_plan(graph, min_mac_path(graph, t), "pareto"))
+            last = m
+    return plans
+
+
+OBJECTIVES = ("vanilla", "heuristic", "min_ram", "min_macs")
+
+
+def solve(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
+          ram_limit: float | None = None) -> Plan:
+    """Dispatch on the objective names of the CLI and platformio.ini."""
+    if objective == "vanilla":
+        plan = vanilla(graph)
+    elif objective == "heuristic":
+        plan = heuristic(graph)
+    elif objective == "min_ram":
+        plan = p1_min_ram(graph, max_overhead)
+    elif objective == "min_macs":
+        plan = p2_min_macs(graph, math.inf if ram_limit is None else ram_limit)
+    else:
+        raise ValueError(objective)
+    plan.max_overhead = max_overhead if objective == "min_ram" else plan.max_overhead
+    plan.ram_limit = ram_limit
+    if plan.feasible and ram_limit is not None and plan.peak_ram > ram_limit:
+        plan.mark_infeasible(f"peak RAM {plan.peak_ram} B exceeds the limit {int(ram_limit)} B")
+    return plan
