@@ -68,7 +68,9 @@ class Plan:
             "unfused_macs": self.unfused_macs,
             "overhead": round(self.overhead, 6) if self.feasible else None,
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
-                        "ram_bytes": e.ram, "macs": e.macs, **e.detail} for e in self.blocks],
+                        "ram_bytes": e.ram, "macs": e.macs,
+                        **{k: v for k, v in e.detail.items() if isinstance(v, (int, bool))}}
+                       for e in self.blocks],
         }
 
 

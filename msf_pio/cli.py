@@ -1,0 +1,128 @@
+"""`msf-pio` command line (DESIGN.md section 3). User errors print one line, never a traceback."""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+
+from .errors import MsfError
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib)?\s*$", re.IGNORECASE)
+_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2}
+
+
+def parse_ram_limit(text: str, where: str = "--ram-limit") -> float:
+    """Bytes from '65536', '64kB' (1000 B), '64KiB' (1024 B) or 'inf'."""
+    if str(text).strip().lower() == "inf":
+        return math.inf
+    m = _SIZE.match(str(text))
+    if not m:
+        raise MsfError(f"must be a number of bytes such as 65536, 64kB or 64KiB, got {text!r}",
+                       where=where)
+    value = float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()]
+    if value <= 0:
+        raise MsfError(f"must be positive, got {text!r}", where=where)
+    return int(value)
+
+
+def parse_max_overhead(text: str, where: str = "--max-overhead") -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise MsfError(f"must be a number >= 1 or 'inf', got {text!r}", where=where) from None
+    if math.isnan(value) or value < 1:
+        raise MsfError(f"must be >= 1 (F = 1 is the unfused model), got {text!r}", where=where)
+    return value
+
+
+def _add_solve_options(p: argparse.ArgumentParser) -> None:
+    from .fusion.solvers import OBJECTIVES
+    p.add_argument("model", help="zoo name, YAML spec or ONNX file")
+    p.add_argument("--objective", choices=OBJECTIVES, default="min_ram")
+    p.add_argument("--max-overhead", default="inf", help="P1's Fmax (a number >= 1, or inf)")
+    p.add_argument("--ram-limit", default=None, help="P2's Pmax in bytes (65536, 64kB, 64KiB)")
+    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+
+
+def _solve_from_args(args):
+    from .fusion.planner import plan_model
+    return plan_model(args.model, objective=args.objective,
+                      max_overhead=parse_max_overhead(args.max_overhead),
+                      ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
+                      cost_model=args.cost_model)
+
+
+def cmd_solve(args) -> int:
+    from .fusion.report import render_plan
+    plan, hint = _solve_from_args(args)
+    if args.json:
+        data = plan.to_json()
+        if hint:
+            data["nearest_feasible"] = hint
+        print(json.dumps(data, indent=2))
+    else:
+        print(render_plan(plan, hint))
+    return 0 if plan.feasible else 1
+
+
+def cmd_pareto(args) -> int:
+    from .fusion import solvers
+    from .fusion.graph import build_graph
+    from .fusion.report import render_pareto
+    from .model import load_model
+    graph = build_graph(load_model(args.model), args.cost_model)
+    plans = solvers.pareto(graph)
+    if args.json:
+        print(json.dumps([p.to_json() for p in plans], indent=2))
+    else:
+        print(render_pareto(graph, plans))
+    if args.plot:
+        from .fusion.report import plot_pareto
+        plot_pareto(graph, plans, args.plot)
+        print(f"wrote {args.plot}")
+    return 0
+
+
+def cmd_paper_table1(args) -> int:
+    from .fusion import paper_table
+    result = paper_table.compute()
+    print(json.dumps(result, indent=2) if args.json else paper_table.render(result))
+    return 0 if result["all_match"] else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) "
+                                     "plans and int8 C code for microcontroller CNNs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("solve", help="find a fusion plan and print it")
+    _add_solve_options(p)
+    p.add_argument("--json", action="store_true", help="print the plan JSON")
+    p.set_defaults(func=cmd_solve)
+
+    p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
+    p.add_argument("model")
+    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("--plot", metavar="FILE.png", help="also plot the frontier (needs matplotlib)")
+    p.set_defaults(func=cmd_pareto)
+
+    p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_paper_table1)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except MsfError as exc:
+        print(f"msf-pio: error: {exc}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

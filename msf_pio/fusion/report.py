@@ -1,0 +1,59 @@
+"""Human-readable plan and Pareto tables (and the frontier plot)."""
+from __future__ import annotations
+
+from .graph import FusionGraph
+from .plan import Plan
+
+
+def _layers(plan: Plan, first: int, last: int) -> str:
+    names = plan.layer_names
+    span = f"{first}" if first == last else f"{first}-{last}"
+    label = names[first] if first == last else f"{names[first]} .. {names[last]}"
+    return f"{span:>7s}  {label}"
+
+
+def render_plan(plan: Plan, hint: dict | None = None) -> str:
+    head = (f"model {plan.model}  cost model {plan.cost_model}  objective {plan.objective} "
+            f"({plan.label})")
+    if not plan.feasible:
+        lines = [head, f"INFEASIBLE: {plan.reason}"]
+        if hint:
+            lines.append(f"nearest feasible: {hint['message']}")
+        return "\n".join(lines)
+    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':8s} {'RAM B':>9s} {'MACs':>12s}"]
+    for e in plan.blocks:
+        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.scheme:8s} {e.ram:9d} {e.macs:12d}")
+    fused = sum(1 for e in plan.blocks if e.fused)
+    lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
+                 f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
+    return "\n".join(lines)
+
+
+def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:
+    lines = [f"Pareto frontier of {graph.model.name} ({graph.cost_model} cost model): "
+             f"{len(plans)} plans",
+             f"{'peak RAM B':>11s} {'MACs':>12s} {'F':>7s}  fusion blocks"]
+    for p in plans:
+        blocks = " ".join(f"[{e.first}-{e.last}]" for e in p.blocks if e.fused) or "(none)"
+        lines.append(f"{p.peak_ram:11d} {p.macs:12d} {p.overhead:7.3f}  {blocks}")
+    return "\n".join(lines)
+
+
+def plot_pareto(graph: FusionGraph, plans: list[Plan], path: str) -> None:
+    from ..errors import MsfError
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MsfError("--plot needs matplotlib (pip install matplotlib)") from None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.step([p.peak_ram / 1000 for p in plans], [p.overhead for p in plans], where="post",
+            marker="o")
+    ax.set_xlabel("peak RAM (kB)")
+    ax.set_ylabel("MAC overhead F")
+    ax.set_title(f"{graph.model.name}: RAM/MAC Pareto frontier ({graph.cost_model})")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)

@@ -1,0 +1,52 @@
+"""Random small CNN specs for property-based tests (hypothesis strategies)."""
+from hypothesis import strategies as st
+
+from msf_pio.model.spec import spec_to_model
+
+
+@st.composite
+def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool = True):
+    """A random valid spec whose expanded IR has at most `max_layers` layers."""
+    size = draw(st.integers(6, 20))
+    layers, n, h, c = [], 0, size, draw(st.integers(1, 4))
+    while n < max_layers:
+        kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "stop"]))
+        if kind == "stop" and n >= 2:
+            break
+        if kind == "conv":
+            k, s = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 2]))
+            if k > h:
+                continue
+            c = draw(st.integers(1, 8))
+            layers.append({"op": "conv2d", "out": c, "kernel": k, "stride": s,
+                           "padding": draw(st.sampled_from(["same", "valid", k // 2])),
+                           "act": draw(st.sampled_from(["none", "relu", "relu6"]))})
+            n += 1
+        elif kind == "dw":
+            k, s = draw(st.sampled_from([3, 5])), draw(st.sampled_from([1, 2]))
+            if k > h:
+                continue
+            layers.append({"op": "depthwise_conv2d", "kernel": k, "stride": s, "act": "relu6"})
+            n += 1
+        elif kind == "pw":
+            c = draw(st.integers(1, 8))
+            layers.append({"op": "pointwise", "out": c})
+            n += 1
+        elif kind == "pool" and h >= 2:
+            layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": 2})
+            n += 1
+        elif kind == "ir" and residuals and n + 4 <= max_layers:
+            layers.append({"op": "inverted_residual", "out": c, "expand": 2,
+                           "kernel": 3, "stride": 1})
+            n += 4
+        else:
+            continue
+        h = _height(layers, size)
+    if head and n + 2 <= max_layers and draw(st.booleans()):
+        layers += [{"op": "global_avgpool"}, {"op": "dense", "out": 3}]
+    return {"name": "random", "input": {"shape": [size, size, draw(st.integers(1, 3))]},
+            "layers": layers}
+
+
+def _height(layers, size):
+    return spec_to_model({"input": {"shape": [size, size, 1]}, "layers": layers}).output_shape[0]

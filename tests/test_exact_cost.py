@@ -1,0 +1,110 @@
+"""The exact cost model against independent counts: explicit loops over pixels, taps and tiles."""
+from hypothesis import HealthCheck, given, settings
+
+from msf_pio.fusion.graph import build_graph
+from msf_pio.model import ir, load_model
+from msf_pio.model.spec import spec_to_model
+from tests.random_models import small_specs
+
+
+def valid_rows(layer, out_row):
+    """Input rows a window layer's output row reads (padding rows dropped)."""
+    start = out_row * layer.stride - layer.pad_top
+    return {r for r in range(start, start + layer.kernel) if 0 <= r < layer.in_shape[0]}
+
+
+def valid_cols(layer, out_col):
+    start = out_col * layer.stride - layer.pad_left
+    return {c for c in range(start, start + layer.kernel) if 0 <= c < layer.in_shape[1]}
+
+
+def pixel_macs(layer, row, col):
+    """MACs of one output pixel (all channels), counted tap by tap."""
+    if layer.op in ir.WINDOW_OPS:
+        taps = len(valid_rows(layer, row)) * len(valid_cols(layer, col))
+        return taps * (layer.cin * layer.cout if layer.op == ir.CONV else layer.cout)
+    if layer.op == ir.GLOBAL_AVGPOOL:
+        h, w, c = layer.in_shape
+        return h * w * c
+    if layer.op == ir.DENSE:
+        h, w, c = layer.in_shape
+        return h * w * c * layer.cout
+    return 0
+
+
+def brute_layer_macs(layer):
+    h, w, _ = layer.out_shape
+    return sum(pixel_macs(layer, r, c) for r in range(h) for c in range(w))
+
+
+def brute_block(model, first, end):
+    """MACs and ring rows of the block first..end (spatial), tile by tile with row sets.
+
+    A tensor provides a contiguous run of rows per tile (the hull of what its consumers read;
+    only a window with stride > kernel leaves gaps in it)."""
+    layers, macs, rows_max = model.layers, 0, {}
+    for y in range(layers[end].out_shape[0]):
+        need = {end + 1: {y}}
+        for l in range(end, first - 1, -1):
+            layer = layers[l]
+            rows = need[l + 1]
+            macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
+            ins = set().union(*(valid_rows(layer, r) for r in rows)) if layer.has_window else rows
+            for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+                if t >= first:
+                    rows_t = need.get(t, set()) | ins
+                    need[t] = set(range(min(rows_t), max(rows_t) + 1))
+        for t in range(first + 1, end + 1):
+            rows_max[t] = max(rows_max.get(t, 0), len(need[t]))
+    return macs, rows_max
+
+
+def check_model(model):
+    graph = build_graph(model, "exact")
+    assert graph.unfused_macs == sum(brute_layer_macs(l) for l in model.layers)
+    for e in graph.edges:
+        if not e.fused:
+            assert e.macs == brute_layer_macs(model.layers[e.first])
+            continue
+        end = e.last
+        while model.layers[end].op in ir.HEAD_OPS:
+            end -= 1
+        macs, rows = brute_block(model, e.first, end)
+        head = sum(brute_layer_macs(model.layers[l]) for l in range(end + 1, e.last + 1))
+        assert e.macs == macs + head
+        assert {t: r for t, (r, _) in e.detail["rings"].items()} == rows
+
+
+def test_tiny_model_counts():
+    check_model(load_model("tiny"))
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=9))
+def test_random_models_counts(spec):
+    check_model(spec_to_model(spec))
+
+
+def test_residual_tensors_stay_alive_and_adds_write_in_place():
+    model = load_model("mbv2-w0.35-r144")
+    graph = build_graph(model, "exact")
+    single = {e.first: e for e in graph.edges if not e.fused}
+    # vanilla peak: block 2's stride-2 depthwise reads 72x72x48 and writes 36x36x48
+    dw = next(i for i, l in enumerate(model.layers) if l.name == "ir2.dw")
+    assert single[dw].ram == 72 * 72 * 48 + 36 * 36 * 48
+    assert max(e.ram for e in single.values()) == single[dw].ram
+    # block 3 (36x36, 8 -> 8, expand 6) keeps its 36x36x8 input alive until its add
+    dw = next(i for i, l in enumerate(model.layers) if l.name == "ir3.dw")
+    assert single[dw].ram == 2 * 36 * 36 * 48 + 36 * 36 * 8
+    add = next(i for i, l in enumerate(model.layers) if l.name == "ir3.add")
+    assert single[add].ram == 2 * 36 * 36 * 8 and single[add].detail["in_place"]
+
+
+def test_blocks_never_cut_a_residual_inside():
+    """A block may not end between a skip tensor it makes and the add that reads it."""
+    model = load_model("mcunet-vww-5fps")
+    add_of = model.skip_consumer()
+    for e in build_graph(model, "exact").edges:
+        for s in range(e.first + 1, e.last + 1):
+            if s in add_of:
+                assert add_of[s] <= e.last

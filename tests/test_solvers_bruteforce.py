@@ -1,0 +1,72 @@
+"""P1, P2, heuristic and the Pareto frontier against brute-force enumeration of every path."""
+import math
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from msf_pio.fusion import solvers
+from msf_pio.fusion.graph import build_graph
+from msf_pio.model.spec import spec_to_model
+from tests.random_models import small_specs
+
+
+def all_paths(graph):
+    """Every path from tensor 0 to the output: (peak RAM, MACs, edges)."""
+    out = []
+
+    def walk(node, peak, macs, edges):
+        if node == graph.output_node:
+            out.append((peak, macs, edges))
+            return
+        for e in graph.edges:
+            if e.src == node:
+                walk(e.dst, max(peak, e.ram), macs + e.macs, edges + [e])
+
+    walk(0, 0, 0, [])
+    return out
+
+
+def check_against_bruteforce(graph, fmaxes, pmaxes):
+    paths = all_paths(graph)
+    unfused = graph.unfused_macs
+    for fmax in fmaxes:
+        plan = solvers.p1_min_ram(graph, fmax)
+        ok = [p for p in paths if p[1] / unfused <= fmax]
+        assert plan.feasible == bool(ok)
+        if ok:
+            assert plan.peak_ram == min(p[0] for p in ok)
+            assert plan.overhead <= fmax
+    for pmax in pmaxes:
+        plan = solvers.p2_min_macs(graph, pmax)
+        ok = [p for p in paths if p[0] <= pmax]
+        assert plan.feasible == bool(ok)
+        if ok:
+            best = min((p[1], p[0]) for p in ok)
+            assert (plan.macs, plan.peak_ram) == best
+    frontier = {(p[0], p[1]) for p in paths
+                if not any(q[0] <= p[0] and q[1] <= p[1] and (q[0], q[1]) != (p[0], p[1])
+                           for q in paths)}
+    assert {(p.peak_ram, p.macs) for p in solvers.pareto(graph)} == frontier
+    heur = [p for p in paths if all(not e.fused for e in p[2][1:])]
+    plan = solvers.heuristic(graph)
+    assert (plan.peak_ram, plan.macs) == min((p[0], p[1]) for p in heur)
+    vanilla = solvers.vanilla(graph)
+    assert vanilla.macs == unfused and all(not e.fused for e in vanilla.blocks)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(), fmax=st.floats(1.0, 3.0), data=st.data())
+def test_exact_solvers_are_optimal(spec, fmax, data):
+    graph = build_graph(spec_to_model(spec), "exact")
+    rams = sorted({e.ram for e in graph.edges})
+    pmaxes = [data.draw(st.sampled_from(rams)), data.draw(st.sampled_from(rams)) - 1, math.inf]
+    check_against_bruteforce(graph, [fmax, 1.0, 1.25, math.inf], pmaxes)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(residuals=False, head=False), fmax=st.floats(1.0, 3.0), data=st.data())
+def test_paper_solvers_are_optimal(spec, fmax, data):
+    graph = build_graph(spec_to_model(spec), "paper")
+    rams = sorted({e.ram for e in graph.edges})
+    pmaxes = [data.draw(st.sampled_from(rams)), data.draw(st.sampled_from(rams)) + 1, math.inf]
+    check_against_bruteforce(graph, [fmax, 1.1, math.inf], pmaxes)
