@@ -72,7 +72,8 @@ def check_model(model):
         macs, rows = brute_block(model, e.first, end)
         head = sum(brute_layer_macs(model.layers[l]) for l in range(end + 1, e.last + 1))
         assert e.macs == macs + head
-        assert {t: r for t, (r, _) in e.detail["rings"].items()} == rows
+        rings = {b["tensor"]: b["rows"] for b in e.detail["scratch"] if b["kind"] == "ring"}
+        assert rings == rows
 
 
 def test_tiny_model_counts():

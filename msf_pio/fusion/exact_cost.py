@@ -26,6 +26,12 @@ from ..model.ir import Layer, Model
 from .edge import Edge
 
 NAME = "exact"
+ALIGN = 4      # every arena buffer starts on a word boundary (int32 sums, word loads)
+
+
+def buffer_bytes(n: int) -> int:
+    """Arena bytes of a buffer of n bytes: rounded up to the word size."""
+    return -(-n // ALIGN) * ALIGN
 
 
 # -- per-layer geometry -------------------------------------------------------------------
@@ -93,7 +99,7 @@ class BlockSchedule:
         return int((self.row_hi[t] - self.row_lo[t]).max())
 
     def ring_bytes(self, model: Model, t: int) -> int:
-        return self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2]
+        return buffer_bytes(self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2])
 
 
 def _inputs(layer: Layer, index: int) -> list[int]:
@@ -178,21 +184,31 @@ def _alive_skips(model: Model, first: int) -> list[int]:
     return [s for a, s in model.residuals().items() if s < first <= a]
 
 
-def _edge_ram(model: Model, first: int, last: int, internal: int) -> tuple[int, dict]:
-    """Workspace bytes of an edge: its input, output, alive skips and `internal` ring bytes."""
-    n = model.n_layers
-    alive = _alive_skips(model, first)
-    skip_bytes = sum(model.tensor_bytes(s) for s in alive if s != 0)
-    in_bytes = model.tensor_bytes(first) if first != 0 else 0
+def arena_tensor_bytes(model: Model, t: int) -> int:
+    """Arena bytes of a whole tensor; the network input and output are the caller's buffers."""
+    return 0 if t in (0, model.n_layers) else buffer_bytes(model.tensor_bytes(t))
+
+
+def writes_in_place(model: Model, first: int, last: int) -> bool:
+    """An edge ending with an add over a skip tensor already in the arena writes over it."""
     tail = model.layers[last]
-    in_place = tail.op == ir.ADD and tail.skip < first and tail.skip != 0 and last + 1 != n
-    out_bytes = 0 if in_place or last + 1 == n else model.tensor_bytes(last + 1)
-    ram = in_bytes + out_bytes + skip_bytes + internal
-    return ram, {"in_place": in_place} if in_place else {}
+    return tail.op == ir.ADD and tail.skip < first and arena_tensor_bytes(model, tail.skip) > 0 \
+        and last + 1 != model.n_layers
+
+
+def _edge_ram(model: Model, first: int, last: int, scratch: list[dict]) -> tuple[int, dict]:
+    """Workspace bytes of an edge: its input, output, alive skips and scratch buffers."""
+    skip_bytes = sum(arena_tensor_bytes(model, s) for s in _alive_skips(model, first))
+    in_place = writes_in_place(model, first, last)
+    out_bytes = 0 if in_place else arena_tensor_bytes(model, last + 1)
+    ram = arena_tensor_bytes(model, first) + out_bytes + skip_bytes + \
+        sum(b["bytes"] for b in scratch)
+    detail = {"scratch": scratch} if scratch else {}
+    return ram, {**detail, "in_place": True} if in_place else detail
 
 
 def _single(model: Model, i: int) -> Edge:
-    ram, detail = _edge_ram(model, i, i, 0)
+    ram, detail = _edge_ram(model, i, i, [])
     return Edge(i, i, ram, layer_macs(model.layers[i]), "single", detail)
 
 
@@ -230,18 +246,26 @@ def edges(model: Model) -> list[Edge]:
             continue
         sched = block_schedule(model, end, lowest)
         for first in range(end, lowest - 1, -1):
-            rings = sum(sched.ring_bytes(model, t) for t in range(first + 1, end + 1))
             macs = sum(sched.layer_macs[l] for l in range(first, end + 1))
             for last in tails:
                 if last == first:
                     continue
-                internal, head_macs = rings, 0
-                if last > end:       # iterative head: a 1-pixel staging column + int32 sums
-                    c = model.layers[end].cout
-                    internal += c + 4 * c
-                    head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
-                ram, detail = _edge_ram(model, first, last, internal)
-                detail = {**detail, "rings": {t: [sched.ring_rows(t), sched.ring_cols[t]]
-                                              for t in range(first + 1, end + 1)}}
+                head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
+                ram, detail = _edge_ram(model, first, last,
+                                        block_scratch(model, sched, first, last))
                 out.append(Edge(first, last, ram, macs + head_macs, "h-cache", detail))
+    return out
+
+
+def block_scratch(model: Model, sched: BlockSchedule, first: int, last: int) -> list[dict]:
+    """The block's scratch buffers in arena order: a column ring per internal tensor, then for
+    an iterative head a one-pixel staging column and the int32 sums of global pooling."""
+    end = sched.end
+    out = [{"kind": "ring", "tensor": t, "rows": sched.ring_rows(t), "cols": sched.ring_cols[t],
+            "bytes": sched.ring_bytes(model, t)} for t in range(first + 1, end + 1)]
+    if last > end:
+        c = model.layers[end].cout
+        out.append({"kind": "staging", "tensor": end + 1, "rows": 1, "cols": 1,
+                    "bytes": buffer_bytes(c)})
+        out.append({"kind": "sums", "tensor": end + 2, "bytes": 4 * c})
     return out

@@ -1,0 +1,129 @@
+"""Static arena offsets for a plan: a two-ended stack, compacted between edges.
+
+Each edge's output goes to the end opposite its input, stacked on what is still alive there
+(residual skip tensors); its scratch buffers sit in the gap between the two stacks. When a tensor
+dies below a live one (a skip tensor whose add has run), the live ones slide over it before the
+next edge (a memmove the generated code performs), so the stacks never hold a hole and the arena
+is exactly the plan's peak RAM: the measured high-water equals the exact cost model's prediction.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..fusion.exact_cost import arena_tensor_bytes, writes_in_place
+from ..fusion.plan import Plan
+from ..model.ir import Model
+
+
+@dataclass
+class Move:
+    tensor: int
+    src: int
+    dst: int
+    bytes: int
+
+
+@dataclass
+class EdgeLayout:
+    offsets: dict[int, int]              # tensor -> arena offset during this edge
+    scratch_offset: int                  # first scratch buffer; the rest follow in order
+    scratch: list[dict]
+    high_water: int                      # arena bytes in use during this edge
+    moves: list[Move] = field(default_factory=list)   # compaction before this edge
+
+
+@dataclass
+class ArenaLayout:
+    size: int
+    edges: list[EdgeLayout]
+
+
+class _Stack:
+    """One end of the arena: live tensors packed from its edge inwards, bottom first."""
+
+    def __init__(self):
+        self.items: list[tuple[int, int]] = []      # (tensor, bytes)
+
+    @property
+    def used(self) -> int:
+        return sum(b for _, b in self.items)
+
+    def depth(self, t: int) -> int:
+        """Bytes between this end of the arena and the start of tensor t."""
+        d = 0
+        for x, b in self.items:
+            if x == t:
+                return d
+            d += b
+        raise KeyError(t)
+
+    def holds(self, t: int) -> bool:
+        return any(x == t for x, _ in self.items)
+
+    def compact(self, alive: set[int]) -> list[tuple[int, int, int, int]]:
+        """Drop dead tensors; return (tensor, old depth, new depth, bytes) of those that slide."""
+        slides, old, new, kept = [], 0, 0, []
+        for t, b in self.items:
+            if t in alive:
+                if old != new:
+                    slides.append((t, old, new, b))
+                kept.append((t, b))
+                new += b
+            old += b
+        self.items = kept
+        return slides
+
+
+def _last_use(model: Model, plan: Plan) -> dict[int, int]:
+    """Tensor -> index of the last edge that reads it (its consumer, or the edge of its add)."""
+    use: dict[int, int] = {}
+    where = {l: k for k, e in enumerate(plan.blocks) for l in range(e.first, e.last + 1)}
+    for k, e in enumerate(plan.blocks):
+        use[e.first] = max(use.get(e.first, k), k)
+    for a, s in model.residuals().items():
+        use[s] = max(use.get(s, 0), where[a])
+    return use
+
+
+def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
+    if plan.cost_model != "exact":
+        raise ValueError("arena layouts follow the exact cost model")
+    last_use = _last_use(model, plan)
+    low, high = _Stack(), _Stack()
+    steps = []      # per edge: (slides, low depths, high depths, scratch offset, scratch, hw)
+    for k, e in enumerate(plan.blocks):
+        alive = {t for t, u in last_use.items() if u >= k and t <= e.first}
+        slides = [("low", *s) for s in low.compact(alive)] + \
+                 [("high", *s) for s in high.compact(alive)]
+        out, out_bytes = e.last + 1, arena_tensor_bytes(model, e.last + 1)
+        if writes_in_place(model, e.first, e.last):
+            skip = model.layers[e.last].skip
+            stack = low if low.holds(skip) else high
+            depth = stack.depth(skip)
+            stack.items = [(out if t == skip else t, b) for t, b in stack.items]
+            in_place = (stack is low, out, skip, depth)
+        else:
+            in_place = None
+            if out_bytes:
+                # opposite the input; an edge reading the caller's input starts at the bottom
+                (high if low.holds(e.first) else low).items.append((out, out_bytes))
+        scratch = e.detail.get("scratch", [])
+        hw = low.used + sum(b["bytes"] for b in scratch) + high.used
+        low_depths = {t: low.depth(t) for t, _ in low.items}
+        high_depths = {t: high.depth(t) for t, _ in high.items}
+        if in_place:    # during the edge the skip and the output share one buffer
+            (low_depths if in_place[0] else high_depths)[in_place[2]] = in_place[3]
+        steps.append((slides, low_depths, high_depths, low.used, scratch, hw))
+    size = max((s[5] for s in steps), default=0)
+
+    def offset(end: str, t: int, depth: int) -> int:
+        return depth if end == "low" else size - depth - arena_tensor_bytes(model, t)
+
+    edges = []
+    for slides, low_d, high_d, scratch_off, scratch, hw in steps:
+        offsets = {t: offset("low", t, d) for t, d in low_d.items()}
+        offsets.update({t: offset("high", t, d) for t, d in high_d.items()})
+        moves = [Move(t, offset(end, t, old), offset(end, t, new), b)
+                 for end, t, old, new, b in slides]
+        edges.append(EdgeLayout(offsets, scratch_off, scratch, hw, moves))
+    return ArenaLayout(size, edges)
