@@ -1,0 +1,119 @@
+/* msf-pio C runtime: int8 layers (TFLite semantics) computed one output column at a time, and
+ * the fused-block executor that chains them with column rings (the H-cache of msf-CNN).
+ * Generated code (msf_model.c) describes a plan with the structs below and calls msf_run_*. */
+#ifndef MSF_RUNTIME_H
+#define MSF_RUNTIME_H
+
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A window onto an HWC int8 tensor: a whole tensor, or a column ring holding the rows
+ * [row0, row0 + rows) of `col_slots` columns (column c lives in slot c % col_slots). */
+typedef struct {
+    int8_t *base;
+    int32_t row0;
+    int32_t row_stride;   /* bytes from one row to the next */
+    int32_t col_stride;   /* bytes from one column slot to the next */
+    int32_t col_slots;
+} msf_view_t;
+
+static inline int8_t *msf_pixel(const msf_view_t *v, int32_t row, int32_t col)
+{
+    return v->base + (row - v->row0) * v->row_stride + (col % v->col_slots) * v->col_stride;
+}
+
+enum msf_op {
+    MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
+    MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6
+};
+
+/* One layer with its quantization folded into TFLite integer parameters. */
+typedef struct {
+    uint8_t op, kernel, stride, pad_top, pad_left;
+    uint16_t in_h, in_w, in_c, out_h, out_w, out_c;
+    int16_t skip;                 /* add: model tensor index of the skip input */
+    int32_t in_offset;            /* -zero_point of the (first) input */
+    int32_t out_offset;           /* zero_point of the output */
+    int32_t act_min, act_max;
+    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in) */
+    const int32_t *bias;
+    const int32_t *mult;          /* per output channel (dense: one) Q31 multipliers */
+    const int8_t *shift;          /* matching power-of-two exponents */
+    /* add only (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale) */
+    int32_t in2_offset, left_shift, in1_mult, in2_mult;
+    int8_t in1_shift, in2_shift;
+} msf_layer_t;
+
+/* A column ring of a tensor inside a fusion block. */
+typedef struct {
+    uint32_t offset;              /* arena offset */
+    uint16_t rows, cols;          /* capacity: rows per tile, column slots */
+} msf_ring_t;
+
+#define MSF_EXTERNAL 0xFFFFFFFFu  /* tensor offset meaning: the caller's input or output */
+
+/* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally
+ * ending in an iterative head (global average pooling, then maybe dense). */
+typedef struct {
+    const msf_layer_t *layers;    /* n spatial layers, then the head layers */
+    uint8_t n, head;              /* head: 0 none, 1 global avgpool, 2 global avgpool + dense */
+    uint16_t first;               /* model tensor index of the block input */
+    uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
+    uint32_t out_offset;          /* its output, */
+    const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
+    const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors */
+    uint32_t staging_offset;      /* head: one output pixel of the last spatial layer */
+    uint32_t sums_offset;         /* head: int32 sums of global average pooling */
+} msf_block_t;
+
+/* Kernels: output column `col`, rows [r0, r1) of a window layer (conv, depthwise, pools) or an
+ * add; `in2` is the add's skip input. */
+void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                       int32_t col, int32_t r0, int32_t r1);
+void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                          int32_t col, int32_t r0, int32_t r1);
+void msf_pool_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                     int32_t col, int32_t r0, int32_t r1);
+void msf_add_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
+                    const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
+                      const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+
+/* Heads: global average pooling (whole tensor, or accumulated pixel by pixel into int32
+ * sums) and dense on a vector. */
+void msf_global_avgpool(const msf_layer_t *l, const int8_t *in, int8_t *out);
+void msf_gap_accumulate(const msf_layer_t *l, const int8_t *pixel, int8_t *sums);
+void msf_gap_finish(const msf_layer_t *l, int8_t *sums, int8_t *out);
+void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out);
+
+/* Runs one edge of the plan. */
+void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output);
+
+/* Arena measurement (instrumented builds): before an edge, every arena byte outside the
+ * buffers the edge reads is painted; after it, the bytes that changed are counted. Two passes
+ * with different paints catch a byte written with the paint value itself. */
+typedef struct {
+    uint32_t offset, bytes;
+} msf_span_t;
+
+void msf_paint_free(int8_t *arena, uint32_t size, const msf_span_t *live, uint32_t n_live,
+                    uint8_t paint);
+uint32_t msf_count_written(const int8_t *arena, uint32_t size, const msf_span_t *live,
+                           uint32_t n_live, uint8_t paint, int second_pass);
+
+/* Counters of the instrumented builds. */
+#ifdef MSF_COUNT_MACS
+extern uint64_t msf_macs;
+#define MSF_COUNT(n) (msf_macs += (uint64_t)(n))
+#else
+#define MSF_COUNT(n) ((void)0)
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* MSF_RUNTIME_H */

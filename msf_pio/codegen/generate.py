@@ -1,0 +1,307 @@
+"""Plan -> C sources: msf_model.h and msf_model.c (DESIGN.md section 3, generated C API).
+
+Weights are `const` arrays (flash), activations live in one static arena laid out by
+arena.py, and the schedule is a table of edges that the runtime's executor runs in order.
+Deterministic: the same model and plan give byte-identical sources.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .. import numerics
+from ..errors import MsfError
+from ..fusion.plan import Plan
+from ..model import ir
+from ..model.ir import Model
+from .arena import ArenaLayout, plan_arena
+
+OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
+       ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
+       ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE"}
+MAX_KERNEL = 11          # library/src/kernels/window.h
+EXTERNAL = "MSF_EXTERNAL"
+
+
+@dataclass
+class Sources:
+    header: str
+    source: str
+    layout: ArenaLayout
+
+
+def _array(ctype: str, name: str, values, per_line: int = 24) -> str:
+    flat = [int(v) for v in np.asarray(values).reshape(-1)]
+    lines = [", ".join(str(v) for v in flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
+    body = ",\n    ".join(lines) if lines else "0"
+    return f"static const {ctype} {name}[{max(len(flat), 1)}] = {{\n    {body}\n}};\n"
+
+
+def _check(model: Model) -> None:
+    if not model.quantized:
+        raise MsfError("the model has no quantized weights (materialize it first)",
+                       source=model.source or model.name)
+    for i, layer in enumerate(model.layers):
+        if layer.has_window and layer.kernel > MAX_KERNEL:
+            raise MsfError(f"kernel {layer.kernel} is larger than the runtime's {MAX_KERNEL}",
+                           source=model.source or model.name, where=f"layers[{i}].kernel")
+
+
+def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
+    """Constant arrays and the initializer fields of layer i."""
+    layer = model.layers[i]
+    rq = numerics.requantization(model, i)
+    arrays, f = [], {}
+    if isinstance(rq, numerics.ChannelRequant):
+        arrays.append(_array("int8_t", f"w{i}", layer.weights.w))
+        arrays.append(_array("int32_t", f"b{i}", layer.weights.bias))
+        arrays.append(_array("int32_t", f"m{i}", rq.multiplier))
+        arrays.append(_array("int8_t", f"s{i}", rq.shift))
+        f.update(in_offset=rq.input_offset, out_offset=rq.output_offset, weights=f"w{i}",
+                 bias=f"b{i}", mult=f"m{i}", shift=f"s{i}")
+    elif isinstance(rq, numerics.AddRequant):
+        arrays.append(_array("int32_t", f"m{i}", [rq.output_multiplier]))
+        arrays.append(_array("int8_t", f"s{i}", [rq.output_shift]))
+        f.update(in_offset=rq.input1_offset, out_offset=rq.output_offset, mult=f"m{i}",
+                 shift=f"s{i}", in2_offset=rq.input2_offset, left_shift=rq.left_shift,
+                 in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
+                 in2_mult=rq.input2_multiplier, in2_shift=rq.input2_shift)
+    f.update(act_min=rq.act_min, act_max=rq.act_max)
+    return arrays, f
+
+
+def _layer_struct(model: Model, i: int, f: dict) -> str:
+    l = model.layers[i]
+    (ih, iw, ic), (oh, ow, oc) = l.in_shape, l.out_shape
+    fields = {"op": OPS[l.op], "kernel": l.kernel, "stride": l.stride, "pad_top": l.pad_top,
+              "pad_left": l.pad_left, "in_h": ih, "in_w": iw, "in_c": ic, "out_h": oh,
+              "out_w": ow, "out_c": oc, "skip": l.skip if l.skip is not None else -1, **f}
+    return "    {" + ", ".join(f".{k} = {v}" for k, v in fields.items()) + "},"
+
+
+def _offset(layout_offsets: dict, model: Model, t: int) -> str:
+    if t in (0, model.n_layers):
+        return EXTERNAL
+    return str(layout_offsets[t])
+
+
+def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
+    """Arrays and the msf_block_t initializer of edge k."""
+    layers = model.layers
+    end = e.last
+    while end > e.first and layers[end].op in ir.HEAD_OPS:
+        end -= 1
+    spatial = layers[e.first].op in ir.SPATIAL_OPS
+    n = end - e.first + 1 if spatial else 0
+    head = e.last - end if spatial else 0
+    arrays = []
+    fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head, "first": e.first,
+              "in_offset": _offset(el.offsets, model, e.first)}
+    out_t = e.last + 1
+    fields["out_offset"] = _offset(el.offsets, model, out_t)
+    skips = [layers[l].skip if layers[l].op == ir.ADD and layers[l].skip < e.first else None
+             for l in range(e.first, e.first + n)]
+    if any(s is not None for s in skips):
+        vals = [_offset(el.offsets, model, s) if s is not None else "0" for s in skips]
+        arrays.append(f"static const uint32_t skip{k}[{n}] = {{{', '.join(vals)}}};\n")
+        fields["skip_offset"] = f"skip{k}"
+    offset = el.scratch_offset
+    rings = []
+    for b in el.scratch:
+        if b["kind"] == "ring":
+            rings.append(f"{{{offset}, {b['rows']}, {b['cols']}}}")
+        elif b["kind"] == "staging":
+            fields["staging_offset"] = offset
+        else:
+            fields["sums_offset"] = offset
+        offset += b["bytes"]
+    if rings:
+        arrays.append(f"static const msf_ring_t ring{k}[{len(rings)}] = {{{', '.join(rings)}}};\n")
+        fields["rings"] = f"ring{k}"
+    return arrays, "    {" + ", ".join(f".{a} = {v}" for a, v in fields.items()) + "},"
+
+
+def generate(model: Model, plan: Plan) -> Sources:
+    _check(model)
+    if not plan.feasible:
+        raise MsfError(f"plan is infeasible: {plan.reason}", source=model.source or model.name)
+    layout = plan_arena(model, plan)
+    arrays, layer_inits = [], []
+    for i in range(model.n_layers):
+        a, f = _layer_params(model, i)
+        arrays += a
+        layer_inits.append(_layer_struct(model, i, f))
+    edge_arrays, edge_inits, steps = [], [], []
+    for k, (e, el) in enumerate(zip(plan.blocks, layout.edges)):
+        a, init = _edge_struct(model, k, e, el)
+        edge_arrays += a
+        edge_inits.append(init)
+        for mv in el.moves:
+            steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
+        steps.append(f"    MSF_EDGE_BEGIN({k});")
+        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output);")
+        steps.append("    MSF_EDGE_DONE(" + str(k) + ");")
+    header = _header(model, plan, layout)
+    source = "\n".join([
+        "/* Generated by msf-pio from model " + model.name + ", plan " + plan.label +
+        " (" + plan.cost_model + " cost model). Do not edit. */",
+        '#include "msf_model.h"',
+        '#include "msf/runtime.h"',
+        "",
+        f"static int8_t msf_arena[{max(layout.size, 1)}] __attribute__((aligned(4)));",
+        "",
+        _measurement(model, plan, layout),
+        *arrays,
+        f"static const msf_layer_t msf_layers[{model.n_layers}] = {{",
+        *layer_inits,
+        "};",
+        "",
+        *edge_arrays,
+        f"static const msf_block_t msf_edges[{len(plan.blocks)}] = {{",
+        *edge_inits,
+        "};",
+        "",
+        _info(model, plan, layout),
+        "int8_t *msf_model_arena(void)",
+        "{",
+        "    return msf_arena;",
+        "}",
+        "",
+        "int msf_model_run(const int8_t *input, int8_t *output)",
+        "{",
+        *steps,
+        "    return 0;",
+        "}",
+        "",
+        "#ifdef MSF_MEASURE_ARENA",
+        "uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output)",
+        "{",
+        "    uint32_t high_water = 0;",
+        "    memset(msf_written, 0, sizeof msf_written);",
+        "    for (msf_pass = 0; msf_pass < 2; msf_pass++) {",
+        "        msf_model_run(input, output);",
+        "    }",
+        "    for (uint32_t k = 0; k < MSF_MODEL_EDGES; k++) {",
+        "        uint32_t used = msf_live_bytes[k] + msf_written[k];",
+        "        high_water = used > high_water ? used : high_water;",
+        "    }",
+        "    return high_water;",
+        "}",
+        "#endif",
+        "",
+    ])
+    return Sources(header, source, layout)
+
+
+def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
+    """MSF_MEASURE_ARENA builds: per edge, the buffers it reads (painting spares them) and
+    msf_model_measure_arena(), which runs the model twice and returns the arena high-water."""
+    spans, first = [], [0]
+    live_bytes = []
+    for e, el in zip(plan.blocks, layout.edges):
+        live = sorted((off, model.tensor_bytes(t)) for t, off in el.offsets.items()
+                      if t <= e.first)
+        spans += [f"{{{off}, {n}}}" for off, n in live]
+        first.append(len(spans))
+        live_bytes.append(sum(n for _, n in live))
+    size, edges = max(layout.size, 1), len(plan.blocks)
+    return f"""#ifdef MSF_MEASURE_ARENA
+static const msf_span_t msf_live[{max(len(spans), 1)}] = {{{", ".join(spans) or "{0, 0}"}}};
+static const uint16_t msf_live_first[{edges + 1}] = {{{", ".join(map(str, first))}}};
+static const uint32_t msf_live_bytes[{edges}] = {{{", ".join(map(str, live_bytes))}}};
+static uint32_t msf_written[{edges}];
+static int msf_pass;
+#define MSF_LIVE(k) &msf_live[msf_live_first[k]], (uint32_t)(msf_live_first[k + 1] - msf_live_first[k])
+#define MSF_EDGE_BEGIN(k) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55)
+#define MSF_EDGE_DONE(k) (msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
+                                                               msf_pass ? 0xAA : 0x55, msf_pass))
+#else
+#define MSF_EDGE_BEGIN(k) ((void)0)
+#define MSF_EDGE_DONE(k) ((void)0)
+#endif
+"""
+
+
+def _info(model: Model, plan: Plan, layout: ArenaLayout) -> str:
+    h, w, c = model.input_shape
+    oh, ow, oc = model.output_shape
+    return (
+        "const msf_model_info_t msf_model_info = {\n"
+        f'    .name = "{model.name}",\n'
+        f'    .plan = "{plan.label}",\n'
+        f'    .cost_model = "{plan.cost_model}",\n'
+        f"    .arena_bytes = {layout.size},\n"
+        f"    .peak_ram_predicted = {plan.peak_ram},\n"
+        f"    .input_bytes = {h * w * c},\n"
+        f"    .output_bytes = {oh * ow * oc},\n"
+        f"    .macs = {plan.macs}u,\n"
+        f"    .unfused_macs = {plan.unfused_macs}u,\n"
+        f"    .edges = {len(plan.blocks)},\n"
+        "};\n")
+
+
+def _header(model: Model, plan: Plan, layout: ArenaLayout) -> str:
+    h, w, c = model.input_shape
+    oh, ow, oc = model.output_shape
+    qi, qo = model.q_input, model.tensor_q(model.n_layers)
+    return f"""/* Generated by msf-pio: model {model.name}, plan {plan.label}. Do not edit. */
+#ifndef MSF_MODEL_H
+#define MSF_MODEL_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {{
+#endif
+
+#define MSF_MODEL_INPUT_H {h}
+#define MSF_MODEL_INPUT_W {w}
+#define MSF_MODEL_INPUT_C {c}
+#define MSF_MODEL_INPUT_BYTES {h * w * c}
+#define MSF_MODEL_INPUT_SCALE {float(np.float32(qi.scale))!r}f
+#define MSF_MODEL_INPUT_ZERO_POINT {qi.zero_point}
+#define MSF_MODEL_OUTPUT_H {oh}
+#define MSF_MODEL_OUTPUT_W {ow}
+#define MSF_MODEL_OUTPUT_C {oc}
+#define MSF_MODEL_OUTPUT_BYTES {oh * ow * oc}
+#define MSF_MODEL_OUTPUT_SCALE {float(np.float32(qo.scale))!r}f
+#define MSF_MODEL_OUTPUT_ZERO_POINT {qo.zero_point}
+#define MSF_MODEL_ARENA_BYTES {max(layout.size, 1)}
+#define MSF_MODEL_EDGES {len(plan.blocks)}
+
+/* What the plan predicts (exact cost model): workspace = the arena; the input and output
+ * are the caller's buffers. */
+typedef struct {{
+    const char *name;
+    const char *plan;
+    const char *cost_model;
+    uint32_t arena_bytes;
+    uint32_t peak_ram_predicted;
+    uint32_t input_bytes;
+    uint32_t output_bytes;
+    uint64_t macs;
+    uint64_t unfused_macs;
+    uint32_t edges;
+}} msf_model_info_t;
+
+extern const msf_model_info_t msf_model_info;
+
+/* Runs the model: input HWC int8 (MSF_MODEL_INPUT_BYTES), output int8 (MSF_MODEL_OUTPUT_BYTES).
+ * Not reentrant (one static arena). Returns 0. */
+int msf_model_run(const int8_t *input, int8_t *output);
+
+/* The arena, for RAM measurements. */
+int8_t *msf_model_arena(void);
+
+#ifdef MSF_MEASURE_ARENA
+/* Runs the model twice, painting the arena around every edge; returns the arena high-water:
+ * the most bytes any edge reads or writes. */
+uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output);
+#endif
+
+#ifdef __cplusplus
+}}
+#endif
+#endif /* MSF_MODEL_H */
+"""

@@ -1,0 +1,129 @@
+"""Build and run generated C on the host (gcc): the output bytes, counted MACs and the
+measured arena high-water of a plan, in plain, instrumented and sanitizer builds."""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import MsfError
+from .generate import Sources
+
+LIBRARY = Path(__file__).resolve().parents[2] / "library"
+WARNINGS = ["-std=c99", "-Wall", "-Wextra", "-Werror"]
+SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=all", "-fno-omit-frame-pointer"]
+
+HARNESS = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include "msf_model.h"
+#include "msf/runtime.h"
+
+/* msf host harness: input bytes from argv[1], output bytes to argv[2], figures on stdout */
+int main(int argc, char **argv)
+{
+    static int8_t input[MSF_MODEL_INPUT_BYTES], output[MSF_MODEL_OUTPUT_BYTES];
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s in.bin out.bin\n", argv[0]);
+        return 2;
+    }
+    FILE *f = fopen(argv[1], "rb");
+    if (!f || fread(input, 1, sizeof input, f) != sizeof input) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    fclose(f);
+#ifdef MSF_MEASURE_ARENA
+    printf("arena_measured=%lu\n", (unsigned long)msf_model_measure_arena(input, output));
+#else
+    msf_model_run(input, output);
+#endif
+#ifdef MSF_COUNT_MACS
+    printf("macs_counted=%llu\n", (unsigned long long)msf_macs);
+#endif
+    f = fopen(argv[2], "wb");
+    if (!f || fwrite(output, 1, sizeof output, f) != sizeof output) {
+        fprintf(stderr, "cannot write %s\n", argv[2]);
+        return 2;
+    }
+    fclose(f);
+    return 0;
+}
+"""
+
+
+@dataclass
+class HostRun:
+    output: np.ndarray
+    figures: dict[str, int]
+
+
+def runtime_sources() -> list[Path]:
+    return sorted((LIBRARY / "src").rglob("*.c"))
+
+
+def write_sources(sources: Sources, directory: Path) -> None:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "msf_model.h").write_text(sources.header)
+    (directory / "msf_model.c").write_text(sources.source)
+
+
+class HostBuild:
+    """Compiles generated sources once per flavour and runs the binaries on inputs."""
+
+    FLAVOURS = {
+        "plain": ["-O2"],
+        "count": ["-O2", "-DMSF_COUNT_MACS"],
+        "measure": ["-O2", "-DMSF_MEASURE_ARENA"],
+        "sanitize": ["-O1", "-g", *SANITIZE, "-DMSF_MEASURE_ARENA"],
+    }
+
+    def __init__(self, sources: Sources, workdir: Path | None = None):
+        if shutil.which("gcc") is None:
+            raise MsfError("host builds need gcc on PATH")
+        self._tmp = None if workdir else tempfile.TemporaryDirectory(prefix="msf-host-")
+        self.dir = Path(workdir or self._tmp.name)
+        write_sources(sources, self.dir)
+        (self.dir / "harness.c").write_text(HARNESS)
+        self.binaries: dict[str, Path] = {}
+
+    def binary(self, flavour: str) -> Path:
+        if flavour not in self.binaries:
+            exe = self.dir / f"model_{flavour}"
+            cmd = ["gcc", *WARNINGS, *self.FLAVOURS[flavour], f"-I{LIBRARY / 'include'}",
+                   f"-I{self.dir}", str(self.dir / "harness.c"), str(self.dir / "msf_model.c"),
+                   *map(str, runtime_sources()), "-o", str(exe)]
+            proc = subprocess.run(cmd, capture_output=True, text=True)
+            if proc.returncode:
+                raise MsfError(f"host compile failed ({flavour}):\n{proc.stderr[-4000:]}")
+            self.binaries[flavour] = exe
+        return self.binaries[flavour]
+
+    def run(self, x: np.ndarray, flavour: str = "plain") -> HostRun:
+        exe = self.binary(flavour)
+        key = hashlib.sha1(x.tobytes()).hexdigest()[:12]
+        inp, out = self.dir / f"in_{key}.bin", self.dir / f"out_{key}_{flavour}.bin"
+        inp.write_bytes(np.ascontiguousarray(x, dtype=np.int8).tobytes())
+        env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
+               "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
+        proc = subprocess.run([str(exe), str(inp), str(out)], capture_output=True, text=True,
+                              env=env, timeout=600)
+        if proc.returncode:
+            raise MsfError(f"host run failed ({flavour}, exit {proc.returncode}):\n"
+                           f"{(proc.stderr or proc.stdout)[-4000:]}")
+        figures = {}
+        for line in proc.stdout.splitlines():
+            key_, _, value = line.partition("=")
+            if value.strip().isdigit():
+                figures[key_] = int(value)
+        return HostRun(np.frombuffer(out.read_bytes(), dtype=np.int8).copy(), figures)
+
+    def close(self) -> None:
+        if self._tmp:
+            self._tmp.cleanup()
