@@ -92,6 +92,63 @@ def cmd_paper_table1(args) -> int:
     return 0 if result["all_match"] else 1
 
 
+def _codegen_plan(args):
+    """Quantized model and the plan the options ask for (exact cost model)."""
+    from .verify import plan_for, quantized_model
+    model = quantized_model(args.model)
+    plan = plan_for(model, args.objective, parse_max_overhead(args.max_overhead),
+                    None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
+                    args.cost_model)
+    return model, plan
+
+
+def cmd_verify(args) -> int:
+    from .verify import render, verify
+    model, plan = _codegen_plan(args)
+    seeds = [args.seed + i for i in range(args.seeds)]
+    result = verify(model, plan, seeds, sanitize=not args.no_sanitize)
+    print(json.dumps(result, indent=2) if args.json else render(result))
+    return 0 if result["ok"] else 1
+
+
+def cmd_generate(args) -> int:
+    from .codegen.generate import generate
+    from .codegen.output import write_generated
+    model, plan = _codegen_plan(args)
+    paths = write_generated(generate(model, plan), plan, args.out)
+    print(f"{plan.label}: peak RAM {plan.peak_ram} B, F={plan.overhead:.3f}; wrote "
+          + ", ".join(str(p) for p in paths))
+    return 0
+
+
+def cmd_run(args) -> int:
+    import numpy as np
+    from .codegen.generate import generate
+    from .codegen.host import HostBuild
+    from .codegen.output import load_input, save_atomic
+    model, plan = _codegen_plan(args)
+    x = load_input(args.input, model)
+    build = HostBuild(generate(model, plan))
+    try:
+        out = build.run(x).output.reshape(model.output_shape)
+    finally:
+        build.close()
+    save_atomic(args.output, lambda f: np.save(f, out))
+    print(f"{plan.label}: wrote {args.output} ({out.dtype}, shape {list(out.shape)})")
+    return 0
+
+
+def cmd_export(args) -> int:
+    from .codegen.output import save_atomic
+    from .export.tflite import tflite_bytes
+    from .verify import quantized_model
+    model = quantized_model(args.model)
+    data = tflite_bytes(model)
+    save_atomic(args.tflite, lambda f: f.write(data))
+    print(f"wrote {args.tflite} ({len(data)} bytes, {model.n_layers} layers)")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) "
                                      "plans and int8 C code for microcontroller CNNs")
@@ -108,6 +165,31 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png", help="also plot the frontier (needs matplotlib)")
     p.set_defaults(func=cmd_pareto)
+
+    p = sub.add_parser("verify", help="build the plan's C on the host and check it against "
+                       "the numpy reference, the unfused plan, and the predicted RAM and MACs")
+    _add_solve_options(p)
+    p.add_argument("--seed", type=int, default=0, help="first input seed")
+    p.add_argument("--seeds", type=int, default=1, help="how many seeded inputs")
+    p.add_argument("--no-sanitize", action="store_true", help="skip the ASan/UBSan build")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("generate", help="write msf_model.h/.c and plan.json for a plan")
+    _add_solve_options(p)
+    p.add_argument("--out", required=True, help="output directory")
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
+    _add_solve_options(p)
+    p.add_argument("--input", required=True, help=".npy input: int8 HWC, or float (quantized)")
+    p.add_argument("--output", required=True, help=".npy output (int8)")
+    p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("export", help="write the quantized model as a .tflite")
+    p.add_argument("model")
+    p.add_argument("--tflite", required=True, metavar="OUT.tflite")
+    p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
     p.add_argument("--json", action="store_true")
