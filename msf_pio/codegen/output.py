@@ -26,6 +26,9 @@ def save_atomic(path: str | Path, write) -> None:
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
     except BaseException:
         os.unlink(tmp)
