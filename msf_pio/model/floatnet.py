@@ -1,0 +1,106 @@
+"""Float forward pass over the IR (numpy, batched HWC).
+
+It is the calibration engine of post-training quantization and the float reference an imported
+ONNX model is checked against; the int8 executors are checked elsewhere. Weights are given
+separately (`FloatWeights` per layer, IR layouts) because the IR itself only stores int8 ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from . import ir
+from .ir import Layer, Model
+
+WEIGHTED_OPS = (ir.CONV, ir.DEPTHWISE, ir.DENSE)
+
+Hook = Callable[[int, np.ndarray], np.ndarray]
+
+
+@dataclass
+class FloatWeights:
+    """Float parameters of one layer: `w` in the IR layout of `ir.Weights`, `b` per channel."""
+    w: np.ndarray
+    b: np.ndarray
+
+    def __post_init__(self):
+        self.w = np.asarray(self.w, np.float32)
+        self.b = np.asarray(self.b, np.float32)
+
+
+def weight_shape(layer: Layer) -> tuple[int, ...]:
+    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in)."""
+    k = layer.kernel
+    if layer.op == ir.CONV:
+        return (layer.cout, k, k, layer.cin)
+    if layer.op == ir.DEPTHWISE:
+        return (1, k, k, layer.cin)
+    h, w, c = layer.in_shape
+    return (layer.cout, h * w * c)
+
+
+def forward(model: Model, params: list[FloatWeights | None], x: np.ndarray,
+            hook: Hook | None = None) -> np.ndarray:
+    """Run the model on `x` ((H, W, C) or a batch (N, H, W, C)); returns the output tensor.
+
+    `hook(t, tensor)` sees every tensor t (0 = input) and returns the tensor to carry on with:
+    calibration observes ranges through it, fake quantization rounds through it.
+    """
+    single = x.ndim == 3
+    cur = np.asarray(x, np.float32)[None] if single else np.asarray(x, np.float32)
+    hook = hook or (lambda t, a: a)
+    keep = set(model.residuals().values())
+    saved: dict[int, np.ndarray] = {}
+    cur = hook(0, cur)
+    for i, layer in enumerate(model.layers):
+        if i in keep:
+            saved[i] = cur
+        cur = hook(i + 1, _activate(_layer(layer, params[i], cur, saved), layer.act))
+    return cur[0] if single else cur
+
+
+def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
+           saved: dict[int, np.ndarray]) -> np.ndarray:
+    if layer.op == ir.CONV:
+        return _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs @ p.w[:, i, j, :].T,
+                       layer.cout) + p.b
+    if layer.op == ir.DEPTHWISE:
+        return _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs * p.w[0, i, j, :],
+                       layer.cout) + p.b
+    if layer.op == ir.MAX_POOL:
+        return _window(layer, x, -np.inf, lambda acc, xs, i, j: np.maximum(acc, xs),
+                       layer.cout, start=-np.inf)
+    if layer.op == ir.AVG_POOL:
+        total = _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs, layer.cout)
+        ones = np.ones((1,) + layer.in_shape[:2] + (1,), np.float32)
+        count = _window(layer, ones, 0.0, lambda acc, xs, i, j: acc + xs, 1)
+        return total / count           # TFLite divides by the valid taps only
+    if layer.op == ir.GLOBAL_AVGPOOL:
+        return x.mean(axis=(1, 2), keepdims=True)
+    if layer.op == ir.DENSE:
+        return (x.reshape(len(x), -1) @ p.w.T + p.b).reshape(len(x), 1, 1, -1)
+    return x + saved.pop(layer.skip)   # add
+
+
+def _window(layer: Layer, x: np.ndarray, pad_value: float, tap, channels: int,
+            start: float = 0.0) -> np.ndarray:
+    """Accumulate `tap(acc, shifted input, i, j)` over the k x k window, one strided view a tap."""
+    top, left, bottom, right = layer.pad
+    xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
+    oh, ow = layer.out_shape[:2]
+    s = layer.stride
+    acc = np.full((len(x), oh, ow, channels), start, np.float32)
+    for i in range(layer.kernel):
+        for j in range(layer.kernel):
+            acc = tap(acc, xp[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s, :], i, j)
+    return acc
+
+
+def _activate(x: np.ndarray, act: str) -> np.ndarray:
+    if act == "relu":
+        return np.maximum(x, 0)
+    if act == "relu6":
+        return np.clip(x, 0, 6)
+    return x

@@ -1,0 +1,121 @@
+"""TFLite-style post-training int8 quantization of a float IR model (DESIGN.md section 4).
+
+Weights: symmetric int8 in [-127, 127], per output channel for conv2d and depthwise, per tensor
+for dense (TFLM's FULLY_CONNECTED is per-tensor); int32 bias at scale s_in * s_w. Activations:
+per-tensor asymmetric int8 from the calibrated range widened to include 0. Pools keep their
+input's quantization, as TFLite requires. Scales are float32-representable, so packing them
+into a .tflite (float32 fields) loses nothing.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from . import ir
+from .floatnet import WEIGHTED_OPS, FloatWeights, forward
+from .ir import Layer, Model, QParams, Weights
+
+SAME_AS_INPUT = (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL)
+_INT32 = np.iinfo(np.int32)
+
+
+def quantize(model: Model, params: list[FloatWeights | None], calibration: np.ndarray) -> Model:
+    """A quantized copy of `model`; `calibration` is a batch (N, H, W, C) of float inputs."""
+    lo = np.full(model.n_layers + 1, np.inf)
+    hi = np.full(model.n_layers + 1, -np.inf)
+
+    def observe(t: int, a: np.ndarray) -> np.ndarray:
+        lo[t], hi[t] = min(lo[t], float(a.min())), max(hi[t], float(a.max()))
+        return a
+
+    forward(model, params, calibration, hook=observe)
+    q = [activation_qparams(lo[0], hi[0])]
+    layers = []
+    for i, layer in enumerate(model.layers):
+        q_out = q[i] if layer.op in SAME_AS_INPUT else activation_qparams(lo[i + 1], hi[i + 1])
+        weights = (quantize_weights(layer, params[i], q[i].scale)
+                   if layer.op in WEIGHTED_OPS else None)
+        layers.append(replace(layer, weights=weights, q_out=q_out))
+        q.append(q_out)
+    return replace(model, layers=layers, q_input=q[0])
+
+
+def activation_qparams(lo: float, hi: float) -> QParams:
+    """Asymmetric int8 parameters for the range [lo, hi] widened to include 0 (real 0 exact)."""
+    lo, hi = min(lo, 0.0), max(hi, 0.0)
+    scale = f32((hi - lo) / 255.0)
+    if scale < np.finfo(np.float32).tiny:      # a constant-0 tensor: any scale represents it
+        scale = 1.0
+    return QParams(scale, int(np.clip(round_away(-128 - lo / scale), -128, 127)))
+
+
+def quantize_weights(layer: Layer, p: FloatWeights, input_scale: float) -> Weights:
+    """Symmetric int8 weights (per channel, dense per tensor) and the int32 bias they imply."""
+    w = p.w.astype(np.float64)
+    axis = 3 if layer.op == ir.DEPTHWISE else 0
+    if layer.op == ir.DENSE:
+        scales = weight_scales(np.abs(w).max(keepdims=True).reshape(1))
+    else:
+        scales = weight_scales(np.abs(np.moveaxis(w, axis, 0)).reshape(w.shape[axis], -1).max(1))
+    shape = [1] * w.ndim
+    shape[axis] = -1
+    q = np.clip(round_away(w / scales.reshape(shape)), -127, 127).astype(np.int8)
+    return Weights(w=q, bias=quantize_bias(p.b, input_scale, scales), scales=scales)
+
+
+def weight_scales(absmax: np.ndarray) -> np.ndarray:
+    """absmax / 127 per channel; an all-zero channel borrows the largest scale of the layer
+    (any scale represents it; this one keeps its requantization multiplier ordinary)."""
+    scales = f32(absmax / 127.0)
+    guard = scales.max() if scales.max() > 0 else 1.0
+    return np.where(scales > 0, scales, guard)
+
+
+def quantize_bias(b: np.ndarray, input_scale: float, scales: np.ndarray) -> np.ndarray:
+    """int32 bias at scale input_scale * weight scale (broadcast for per-tensor weights)."""
+    q = round_away(np.asarray(b, np.float64) / (input_scale * scales))
+    return np.clip(q, _INT32.min, _INT32.max).astype(np.int32)
+
+
+def dequantized_params(model: Model) -> list[FloatWeights | None]:
+    """The float weights a quantized model stands for (w * s_w, bias * s_in * s_w)."""
+    params: list[FloatWeights | None] = []
+    for i, layer in enumerate(model.layers):
+        if layer.weights is None:
+            params.append(None)
+            continue
+        wt = layer.weights
+        shape = [1] * wt.w.ndim
+        shape[3 if layer.op == ir.DEPTHWISE else 0] = -1
+        s_in = model.tensor_q(i).scale
+        params.append(FloatWeights(wt.w * wt.scales.reshape(shape), wt.bias * s_in * wt.scales))
+    return params
+
+
+def simulate(model: Model, x: np.ndarray) -> np.ndarray:
+    """Fake-quantized forward of a quantized model: float math on dequantized weights, every
+    tensor rounded to its int8 grid. A cheap sanity check of the chosen scales, not bit-exact."""
+    def round_trip(t: int, a: np.ndarray) -> np.ndarray:
+        qp = model.tensor_q(t)
+        return dequantize(quantize_tensor(a, qp), qp)
+
+    return forward(model, dequantized_params(model), x, hook=round_trip)
+
+
+def quantize_tensor(a: np.ndarray, qp: QParams) -> np.ndarray:
+    return np.clip(round_away(a / qp.scale) + qp.zero_point, -128, 127).astype(np.int8)
+
+
+def dequantize(q: np.ndarray, qp: QParams) -> np.ndarray:
+    return ((q.astype(np.float32) - qp.zero_point) * qp.scale).astype(np.float32)
+
+
+def round_away(x):
+    """Round half away from zero, like TFLite's std::round (numpy rounds half to even)."""
+    return np.sign(x) * np.floor(np.abs(x) + 0.5)
+
+
+def f32(x):
+    """Round to the nearest float32 (the precision TFLite stores scales in), as float64."""
+    return np.asarray(x, np.float32).astype(np.float64) if np.ndim(x) else float(np.float32(x))

@@ -1,0 +1,271 @@
+"""ONNX import: IR shapes, float forward == onnxruntime, QDQ parameters read as in the file,
+clear errors for what the IR cannot express."""
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+from msf_pio.errors import MsfError
+from msf_pio.model import load_model
+from msf_pio.model.floatnet import forward
+from msf_pio.model.onnx_import import load_onnx, read_onnx
+from msf_pio.model.quantize import simulate
+from msf_pio.model.weights import materialize
+
+RNG = np.random.default_rng(0)
+
+
+def _init(name, shape=None, value=None, scale=0.3):
+    a = RNG.normal(0, scale, shape) if value is None else value
+    return numpy_helper.from_array(np.asarray(a, np.float32), name)
+
+
+def _save(tmp_path, nodes, inits, in_shape=(1, 3, 16, 16), out_shape=None, name="m.onnx", opset=13):
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, in_shape)
+    y = helper.make_tensor_value_info(nodes[-1].output[0], TensorProto.FLOAT,
+                                      out_shape or ["n", "c", "h", "w"])
+    graph = helper.make_graph(nodes, "g", [x], [y], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    model.ir_version = 8
+    onnx.checker.check_model(model)
+    path = tmp_path / name
+    onnx.save(model, path)
+    return path
+
+
+def residual_net(tmp_path, bn=True):
+    """conv+BN+Relu, depthwise+Clip(0,6), pointwise, residual Add, pools, GAP, Flatten, Gemm."""
+    inits = [_init("w1", (8, 3, 3, 3)), _init("b1", (8,), scale=0.1),
+             _init("wd", (8, 1, 3, 3)), _init("bd", (8,), scale=0.1),
+             _init("wp", (8, 8, 1, 1)), _init("bp", (8,), scale=0.1),
+             _init("lo", value=0.0), _init("hi", value=6.0),
+             _init("wg", (5, 8)), _init("bg", (5,), scale=0.1)]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2],
+                              name="conv1")]
+    if bn:
+        inits += [_init("g", value=RNG.uniform(0.5, 2, 8)), _init("be", (8,), scale=0.1),
+                  _init("mu", (8,), scale=0.1), _init("var", value=RNG.uniform(0.5, 2, 8))]
+        nodes.append(helper.make_node("BatchNormalization", ["c1", "g", "be", "mu", "var"], ["n1"],
+                                      name="bn1"))
+    nodes += [helper.make_node("Relu", ["n1" if bn else "c1"], ["r1"], name="relu1"),
+              helper.make_node("Conv", ["r1", "wd", "bd"], ["c2"], pads=[1, 1, 1, 1], group=8, name="dw"),
+              helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"], name="clip"),
+              helper.make_node("Conv", ["r2", "wp", "bp"], ["c3"], name="pw"),
+              helper.make_node("Add", ["c3", "r1"], ["a"], name="add"),
+              helper.make_node("MaxPool", ["a"], ["m"], kernel_shape=[2, 2], strides=[2, 2], name="mp"),
+              helper.make_node("AveragePool", ["m"], ["ap"], kernel_shape=[3, 3], pads=[1, 1, 1, 1],
+                               name="ap"),
+              helper.make_node("GlobalAveragePool", ["ap"], ["gp"], name="gap"),
+              helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+              helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc")]
+    return _save(tmp_path, nodes, inits, out_shape=[1, 5], name=f"residual{int(bn)}.onnx")
+
+
+def _ort(path, x_hwc):
+    out = ort.InferenceSession(str(path)).run(None, {"x": x_hwc.transpose(2, 0, 1)[None]})[0][0]
+    return out.transpose(1, 2, 0) if out.ndim == 3 else out.reshape(1, 1, -1)
+
+
+def _input(shape, seed=1):
+    return np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
+
+
+def test_residual_net_shapes_and_folding(tmp_path):
+    model = load_onnx(residual_net(tmp_path))
+    got = [(l.op, l.in_shape, l.out_shape, l.kernel, l.stride, l.pad, l.act, l.skip)
+           for l in model.layers]
+    assert got == [
+        ("conv2d", (16, 16, 3), (8, 8, 8), 3, 2, (1, 1, 1, 1), "relu", None),
+        ("depthwise_conv2d", (8, 8, 8), (8, 8, 8), 3, 1, (1, 1, 1, 1), "relu6", None),
+        ("conv2d", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", None),
+        ("add", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", 1),
+        ("max_pool", (8, 8, 8), (4, 4, 8), 2, 2, (0, 0, 0, 0), "none", None),
+        ("avg_pool", (4, 4, 8), (4, 4, 8), 3, 1, (1, 1, 1, 1), "none", None),
+        ("global_avgpool", (4, 4, 8), (1, 1, 8), 1, 1, (0, 0, 0, 0), "none", None),
+        ("dense", (1, 1, 8), (1, 1, 5), 1, 1, (0, 0, 0, 0), "none", None)]
+    assert model.weights_spec == {"onnx": str(tmp_path / "residual1.onnx")}
+    assert not model.quantized
+
+
+@pytest.mark.parametrize("bn", [True, False])
+def test_float_forward_matches_onnxruntime(tmp_path, bn):
+    path = residual_net(tmp_path, bn)
+    model, params = read_onnx(path)
+    for seed in range(3):
+        x = _input((16, 16, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+
+
+def test_same_padding_bias_add_matmul_and_reshape(tmp_path):
+    """auto_pad SAME_UPPER, a bias Add folded into a bias-less conv, Reshape + MatMul + Add."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (1, 6, 1, 1), scale=0.1),
+             _init("wm", (6, 4)), _init("bm", (4,), scale=0.1),
+             numpy_helper.from_array(np.array([1, -1], np.int64), "shape")]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], auto_pad="SAME_UPPER", strides=[2, 2], name="conv"),
+             helper.make_node("Add", ["c", "b1"], ["cb"], name="bias"),
+             helper.make_node("Clip", ["cb"], ["r"], min=0.0, max=6.0, name="relu6"),
+             helper.make_node("MaxPool", ["r"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                              auto_pad="SAME_UPPER", name="mp"),
+             helper.make_node("GlobalAveragePool", ["m"], ["g"], name="gap"),
+             helper.make_node("Reshape", ["g", "shape"], ["f"], name="reshape"),
+             helper.make_node("MatMul", ["f", "wm"], ["mm"], name="fc"),
+             helper.make_node("Add", ["mm", "bm"], ["y"], name="fc_bias")]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 15, 15), out_shape=[1, 4], opset=10)
+    model, params = read_onnx(path)
+    assert [(l.op, l.out_shape, l.pad, l.act) for l in model.layers] == [
+        ("conv2d", (8, 8, 6), (1, 1, 1, 1), "relu6"), ("max_pool", (4, 4, 6), (0, 0, 1, 1), "none"),
+        ("global_avgpool", (1, 1, 6), (0, 0, 0, 0), "none"), ("dense", (1, 1, 4), (0, 0, 0, 0), "none")]
+    x = _input((15, 15, 3))
+    np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+
+
+class _Reader(CalibrationDataReader):
+    def __init__(self, n=4):
+        self.inputs = iter({"x": _input((1, 3, 16, 16), 10 + i)} for i in range(n))
+
+    def get_next(self):
+        return next(self.inputs, None)
+
+
+def _qdq(tmp_path, per_channel):
+    path = tmp_path / f"q{int(per_channel)}.onnx"
+    quantize_static(str(residual_net(tmp_path, bn=False)), str(path), _Reader(),
+                    quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    return path
+
+
+def _file_facts(path):
+    """Per node name: the (scale, zero point) its output is quantized with; initializers."""
+    proto = onnx.load(path)
+    inits = {i.name: numpy_helper.to_array(i) for i in proto.graph.initializer}
+    q = {n.input[0]: (float(inits[n.input[1]]), int(inits[n.input[2]]))
+         for n in proto.graph.node if n.op_type == "QuantizeLinear"}
+    nodes = {n.name: n for n in proto.graph.node}
+    return q, nodes, inits
+
+
+@pytest.mark.parametrize("per_channel", [True, False])
+def test_qdq_model_keeps_the_file_quantization(tmp_path, per_channel):
+    path = _qdq(tmp_path, per_channel)
+    model = load_onnx(path)
+    assert model.quantized
+    q, nodes, inits = _file_facts(path)
+    assert (model.q_input.scale, model.q_input.zero_point) == q["x"]
+    for i, layer in enumerate(model.layers):
+        qp = (layer.q_out.scale, layer.q_out.zero_point)
+        if layer.op in ("max_pool", "avg_pool", "global_avgpool"):
+            assert layer.q_out == model.tensor_q(i)          # TFLite: pools keep their input's
+        else:
+            assert qp == q[nodes[layer.name].output[0]]
+        if layer.op in ("conv2d", "depthwise_conv2d"):
+            w_name = nodes[layer.name].input[1].replace("_DequantizeLinear_Output", "")
+            w = inits[w_name + "_quantized"]
+            ir_w = w.transpose(0, 2, 3, 1) if layer.op == "conv2d" else w.transpose(1, 2, 3, 0)
+            np.testing.assert_array_equal(layer.weights.w, ir_w)
+            np.testing.assert_array_equal(layer.weights.scales,
+                                          np.broadcast_to(inits[w_name + "_scale"], (layer.cout,)))
+            np.testing.assert_array_equal(layer.weights.bias,
+                                          inits[nodes[layer.name].input[2] + "_quantized"])
+    dense = model.layers[-1]
+    assert dense.weights.scales.shape == (1,)                # per tensor, whatever the file had
+    w_file = inits["wg_quantized"] * inits["wg_scale"].reshape(-1, 1)
+    step = dense.weights.scales[0]
+    assert np.abs(dense.weights.w * step - w_file).max() <= step / 2 + 1e-9
+
+
+def test_qdq_model_runs_close_to_onnxruntime(tmp_path):
+    path = _qdq(tmp_path, True)
+    model = materialize(load_model(path))
+    step = model.layers[-1].q_out.scale
+    for seed in range(3):
+        x = _input((16, 16, 3), seed)
+        assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 4 * step
+
+
+def test_float_onnx_materializes(tmp_path):
+    model = materialize(load_model(residual_net(tmp_path)))
+    assert model.quantized and all(l.weights is not None for l in model.layers
+                                   if l.op in ("conv2d", "depthwise_conv2d", "dense"))
+
+
+@pytest.mark.parametrize("op", ["Softmax", "LSTM"])
+def test_unsupported_op_names_node_and_op(tmp_path, op):
+    inits = [_init("w1", (4, 3, 3, 3)), _init("w2", (4, 4, 1, 1))]
+    middle = (helper.make_node("Softmax", ["c"], ["s"], axis=1, name="mystery") if op == "Softmax"
+              else helper.make_node("LSTM", ["c", "w1", "w1"], ["s"], hidden_size=4, name="mystery"))
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv"), middle,
+             helper.make_node("Conv", ["s", "w2"], ["y"], name="conv2")]
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+    path = tmp_path / "bad.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)]), path)
+    with pytest.raises(MsfError, match=f"bad.onnx: node 'mystery' \\({op}\\): unsupported op {op}"):
+        load_onnx(path)
+
+
+def _conv_net(tmp_path, in_shape):
+    return _save(tmp_path, [helper.make_node("Conv", ["x", "w"], ["y"], name="conv")],
+                 [_init("w", (4, 3, 3, 3))], in_shape=in_shape)
+
+
+@pytest.mark.parametrize("in_shape, message", [
+    ((2, 3, 8, 8), "batch must be 1"),
+    (("N", 3, 8, 8), "dynamic shape"),
+    ((1, 3, "H", 8), "dynamic shape"),
+])
+def test_bad_inputs(tmp_path, in_shape, message):
+    with pytest.raises(MsfError, match=message):
+        load_onnx(_conv_net(tmp_path, in_shape))
+
+
+def test_branching_and_shape_errors(tmp_path):
+    inits = [_init("w1", (3, 3, 3, 3)), _init("w2", (3, 3, 1, 1))]
+    branch = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="left"),
+              helper.make_node("Conv", ["x", "w2"], ["b"], name="right"),
+              helper.make_node("Add", ["a", "b"], ["y"], name="join")]
+    with pytest.raises(MsfError, match="node 'right' \\(Conv\\): reads the earlier tensor 'x'"):
+        load_onnx(_save(tmp_path, branch, inits, in_shape=(1, 3, 8, 8), name="branch.onnx"))
+    mismatch = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[1, 1, 1, 1], name="down"),
+                helper.make_node("Add", ["a", "x"], ["y"], name="join")]
+    with pytest.raises(MsfError, match="node 'join' \\(Add\\): adds shapes"):
+        load_onnx(_save(tmp_path, mismatch, inits, in_shape=(1, 3, 8, 8), name="mismatch.onnx"))
+    channels = [helper.make_node("Conv", ["x", "w1"], ["y"], name="conv")]
+    with pytest.raises(MsfError, match="node 'conv' \\(Conv\\): weight \\[3, 3, 3, 3\\] takes 3 input "
+                                       "channels, the input has 4"):
+        load_onnx(_save(tmp_path, channels, inits, in_shape=(1, 4, 8, 8), name="channels.onnx"))
+    grouped = [helper.make_node("Conv", ["x", "w1"], ["y"], group=2, name="grouped")]
+    with pytest.raises(MsfError, match="group=2 on 6 channels"):
+        load_onnx(_save(tmp_path, grouped, inits, in_shape=(1, 6, 8, 8), name="grouped.onnx"))
+
+
+def test_spec_with_onnx_weights_matches_the_file(tmp_path):
+    onnx_path = residual_net(tmp_path)
+    spec = tmp_path / "net.yaml"
+    spec.write_text(f"""name: net
+input: {{shape: [16, 16, 3]}}
+weights: {{onnx: {onnx_path.name}}}
+layers:
+  - {{op: conv2d, out: 8, kernel: 3, stride: 2, padding: 1, act: relu, name: c1}}
+  - {{op: depthwise_conv2d, kernel: 3, padding: 1, act: relu6}}
+  - {{op: pointwise, out: 8}}
+  - {{op: add, from: c1}}
+  - {{op: max_pool, kernel: 2}}
+  - {{op: avg_pool, kernel: 3, stride: 1, padding: 1}}
+  - {{op: global_avgpool}}
+  - {{op: dense, out: 5}}
+""")
+    calibration = np.stack([_input((16, 16, 3), s) for s in range(2)])
+    from_spec = materialize(load_model(spec), calibration)
+    direct = materialize(load_onnx(onnx_path), calibration)
+    for a, b in zip(from_spec.layers, direct.layers):
+        assert a.q_out == b.q_out
+        if a.weights is not None:
+            np.testing.assert_array_equal(a.weights.w, b.weights.w)
+            np.testing.assert_array_equal(a.weights.bias, b.weights.bias)
+    spec.write_text(spec.read_text().replace("{op: pointwise, out: 8}", "{op: pointwise, out: 8, act: relu}"))
+    with pytest.raises(MsfError, match=r"residual1.onnx: layers\[2\]: act is 'none' in the ONNX file"):
+        materialize(load_model(spec))
