@@ -1,0 +1,1 @@
+"""Exporters of a quantized IR model to other runtimes' formats (for cross-checking)."""

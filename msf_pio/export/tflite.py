@@ -1,0 +1,243 @@
+"""Write a quantized IR model as a .tflite flatbuffer without TensorFlow.
+
+Uses the schema module that the `tflite-micro` wheel ships and the `flatbuffers` package, so the
+TFLM reference kernels can check the numpy reference (and hence the generated C) bit-exactly.
+Activations are 4-D NHWC (N = 1); a dense output is 2-D (1, out); RESHAPE bridges the two.
+Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zero point; -128
+before a max pool) followed by a VALID op.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import flatbuffers
+import numpy as np
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+from .. import numerics as nm
+from ..model import ir
+from ..model.ir import Layer, Model, QParams, same_padding
+
+_ACTIVATION = {"none": fb.ActivationFunctionType.NONE, "relu": fb.ActivationFunctionType.RELU,
+               "relu6": fb.ActivationFunctionType.RELU6}
+_BUFFER_ALIGN = 16      # constant data aligned for MCU loaders (int32 bias, SIMD weight loads)
+
+
+def export_tflite(model: Model, path: str | Path) -> None:
+    """Write `model` (quantized, with weights) to `path` as a .tflite file."""
+    Path(path).write_bytes(tflite_bytes(model))
+
+
+def tflite_bytes(model: Model) -> bytes:
+    """The .tflite flatbuffer of a quantized model, as bytes (TFLM reads these directly)."""
+    if not model.quantized:
+        raise ValueError(f"model {model.name}: export needs a quantized model (materialize it)")
+    graph = _Graph(model)
+    for index in range(model.n_layers):
+        graph.layer(index)
+    return graph.finish()
+
+
+class _AlignedBuffer(fb.BufferT):
+    """A constant buffer whose bytes start on a _BUFFER_ALIGN boundary in the file."""
+
+    def Pack(self, builder):
+        data = None
+        if self.data is not None:
+            raw = bytes(self.data)
+            builder.StartVector(1, len(raw), _BUFFER_ALIGN)
+            builder.head -= len(raw)
+            builder.Bytes[builder.head:builder.head + len(raw)] = raw
+            data = builder.EndVector()
+        fb.BufferStart(builder)
+        if data is not None:
+            fb.BufferAddData(builder, data)
+        return fb.BufferEnd(builder)
+
+
+class _Graph:
+    """Accumulates tensors, buffers, operator codes and operators of the single subgraph."""
+
+    def __init__(self, model: Model):
+        self.model = model
+        self.tensors: list[fb.TensorT] = []
+        self.buffers: list[fb.BufferT] = [_AlignedBuffer()]     # buffer 0: the empty sentinel
+        self.opcodes: dict[int, int] = {}
+        self.operators: list[fb.OperatorT] = []
+        self.views: dict[tuple[int, int], int] = {}            # (IR tensor, rank) -> tensor
+        h, w, c = model.input_shape
+        self.views[(0, 4)] = self.tensor("input", (1, h, w, c), fb.TensorType.INT8,
+                                         _per_tensor(model.q_input))
+
+    # -- tensors --------------------------------------------------------------------------
+    def tensor(self, name, shape, dtype, quantization=None, data: np.ndarray | None = None) -> int:
+        t = fb.TensorT()
+        t.name, t.shape, t.type, t.quantization = name, list(shape), dtype, quantization
+        t.buffer = 0
+        if data is not None:
+            buf = _AlignedBuffer()
+            buf.data = np.ascontiguousarray(data).tobytes()
+            self.buffers.append(buf)
+            t.buffer = len(self.buffers) - 1
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def activation(self, t: int, rank: int) -> int:
+        """The flatbuffer tensor holding IR tensor t with the given rank (4: NHWC, 2: (1, n))."""
+        if (t, rank) not in self.views:
+            other = self.views[(t, 6 - rank)]
+            h, w, c = self.model.tensor_shape(t)
+            shape = (1, h, w, c) if rank == 4 else (1, h * w * c)
+            view = self.tensor(f"t{t}_rank{rank}", shape, fb.TensorType.INT8,
+                               _per_tensor(self.model.tensor_q(t)))
+            new_shape = self.tensor(f"t{t}_shape{rank}", (rank,), fb.TensorType.INT32,
+                                    data=np.array(shape, dtype="<i4"))
+            options = fb.ReshapeOptionsT()
+            options.newShape = list(shape)
+            self.op(fb.BuiltinOperator.RESHAPE, [other, new_shape], [view],
+                    fb.BuiltinOptions.ReshapeOptions, options)
+            self.views[(t, rank)] = view
+        return self.views[(t, rank)]
+
+    def output(self, index: int, layer: Layer, rank: int = 4) -> int:
+        h, w, c = layer.out_shape
+        shape = (1, h, w, c) if rank == 4 else (1, h * w * c)
+        out = self.tensor(layer.name or f"layer{index}", shape, fb.TensorType.INT8,
+                          _per_tensor(layer.q_out))
+        self.views[(index + 1, rank)] = out
+        return out
+
+    # -- operators ------------------------------------------------------------------------
+    def op(self, code: int, inputs, outputs, options_type=fb.BuiltinOptions.NONE, options=None):
+        o = fb.OperatorT()
+        o.opcodeIndex = self.opcodes.setdefault(code, len(self.opcodes))
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        o.builtinOptionsType, o.builtinOptions = options_type, options
+        self.operators.append(o)
+
+    def padded_input(self, index: int, layer: Layer) -> tuple[int, int]:
+        """(input tensor, TFLite padding) for a window op, inserting a PAD op when needed."""
+        x = self.activation(index, 4)
+        h, w, c = layer.in_shape
+        k, s = layer.kernel, layer.stride
+        same = same_padding(h, k, s) + same_padding(w, k, s)
+        top, left, bottom, right = layer.pad
+        if (top, bottom, left, right) == same:
+            return x, fb.Padding.SAME
+        if not any(layer.pad):
+            return x, fb.Padding.VALID
+        if layer.op == ir.AVG_POOL:
+            raise ValueError(f"layer {index} ({layer.name}): TFLite cannot express avg_pool "
+                             f"padding {layer.pad} (neither SAME nor VALID)")
+        q = self.model.tensor_q(index)
+        out = self.tensor(f"{layer.name}_padded", (1, h + top + bottom, w + left + right, c),
+                          fb.TensorType.INT8, _per_tensor(q))
+        paddings = self.tensor(f"{layer.name}_paddings", (4, 2), fb.TensorType.INT32,
+                               data=np.array([[0, 0], [top, bottom], [left, right], [0, 0]], "<i4"))
+        if layer.op == ir.MAX_POOL:        # padding must never win the max
+            value = self.tensor(f"{layer.name}_pad_value", (1,), fb.TensorType.INT8,
+                                _per_tensor(q), np.array([nm.INT8_MIN], np.int8))
+            self.op(fb.BuiltinOperator.PADV2, [x, paddings, value], [out],
+                    fb.BuiltinOptions.PadV2Options, fb.PadV2OptionsT())
+        else:                              # PAD fills with the zero point: contributes nothing
+            self.op(fb.BuiltinOperator.PAD, [x, paddings], [out],
+                    fb.BuiltinOptions.PadOptions, fb.PadOptionsT())
+        return out, fb.Padding.VALID
+
+    def weights(self, index: int, layer: Layer, dim: int) -> tuple[int, int]:
+        """Filter and bias tensors; per-channel along `dim` unless the scales are all equal."""
+        wts = layer.weights
+        scales = nm.f32(wts.scales).astype(np.float32)
+        in_scale = nm.f32(self.model.tensor_q(index).scale)
+        per_channel = layer.op != ir.DENSE or np.unique(scales).size > 1
+        if not per_channel:
+            scales = scales[:1]
+        zeros = [0] * scales.size
+        filt = self.tensor(f"{layer.name}_weights", wts.w.shape, fb.TensorType.INT8,
+                           _quant(scales, zeros, dim), wts.w.astype(np.int8))
+        bias_scales = (in_scale * scales.astype(np.float64)).astype(np.float32)
+        bias = self.tensor(f"{layer.name}_bias", wts.bias.shape, fb.TensorType.INT32,
+                           _quant(bias_scales, zeros, 0), wts.bias.astype("<i4"))
+        return filt, bias
+
+    def layer(self, index: int) -> None:
+        layer = self.model.layers[index]
+        act = _ACTIVATION[layer.act]
+        if layer.op in (ir.CONV, ir.DEPTHWISE):
+            x, padding = self.padded_input(index, layer)
+            filt, bias = self.weights(index, layer, 0 if layer.op == ir.CONV else 3)
+            if layer.op == ir.CONV:
+                code, kind, options = (fb.BuiltinOperator.CONV_2D,
+                                       fb.BuiltinOptions.Conv2DOptions, fb.Conv2DOptionsT())
+            else:
+                code, kind, options = (fb.BuiltinOperator.DEPTHWISE_CONV_2D,
+                                       fb.BuiltinOptions.DepthwiseConv2DOptions,
+                                       fb.DepthwiseConv2DOptionsT())
+                options.depthMultiplier = 1
+            options.padding, options.strideH, options.strideW = padding, layer.stride, layer.stride
+            options.fusedActivationFunction = act
+            self.op(code, [x, filt, bias], [self.output(index, layer)], kind, options)
+        elif layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
+            if layer.op == ir.GLOBAL_AVGPOOL:
+                x, padding = self.activation(index, 4), fb.Padding.VALID
+                kh, kw, stride = layer.in_shape[0], layer.in_shape[1], 1
+            else:
+                x, padding = self.padded_input(index, layer)
+                kh = kw = layer.kernel
+                stride = layer.stride
+            options = fb.Pool2DOptionsT()
+            options.padding, options.strideH, options.strideW = padding, stride, stride
+            options.filterHeight, options.filterWidth = kh, kw
+            options.fusedActivationFunction = act
+            code = (fb.BuiltinOperator.MAX_POOL_2D if layer.op == ir.MAX_POOL
+                    else fb.BuiltinOperator.AVERAGE_POOL_2D)
+            self.op(code, [x], [self.output(index, layer)], fb.BuiltinOptions.Pool2DOptions,
+                    options)
+        elif layer.op == ir.ADD:
+            options = fb.AddOptionsT()
+            options.fusedActivationFunction = act
+            self.op(fb.BuiltinOperator.ADD,
+                    [self.activation(index, 4), self.activation(layer.skip, 4)],
+                    [self.output(index, layer)], fb.BuiltinOptions.AddOptions, options)
+        elif layer.op == ir.DENSE:
+            filt, bias = self.weights(index, layer, 0)
+            options = fb.FullyConnectedOptionsT()
+            options.fusedActivationFunction = act
+            self.op(fb.BuiltinOperator.FULLY_CONNECTED, [self.activation(index, 2), filt, bias],
+                    [self.output(index, layer, rank=2)], fb.BuiltinOptions.FullyConnectedOptions,
+                    options)
+        else:
+            raise ValueError(f"layer {index}: unsupported op {layer.op!r}")
+
+    def finish(self) -> bytes:
+        n = self.model.n_layers
+        sub = fb.SubGraphT()
+        sub.tensors, sub.operators, sub.name = self.tensors, self.operators, self.model.name
+        sub.inputs = [self.views[(0, 4)]]
+        sub.outputs = [self.views.get((n, 4), self.views.get((n, 2)))]
+        m = fb.ModelT()
+        m.version, m.description = 3, f"msf-pio export of {self.model.name}"
+        m.subgraphs, m.buffers = [sub], self.buffers
+        m.operatorCodes = [_opcode(code) for code in sorted(self.opcodes, key=self.opcodes.get)]
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+
+def _opcode(code: int) -> fb.OperatorCodeT:
+    """Builtin codes above 127 live only in the newer field; the deprecated one saturates."""
+    opcode = fb.OperatorCodeT()
+    opcode.builtinCode, opcode.deprecatedBuiltinCode, opcode.version = code, min(code, 127), 1
+    return opcode
+
+
+def _quant(scales, zero_points, dim: int) -> fb.QuantizationParametersT:
+    q = fb.QuantizationParametersT()
+    q.scale = [float(s) for s in scales]
+    q.zeroPoint = [int(z) for z in zero_points]
+    q.quantizedDimension = dim
+    return q
+
+
+def _per_tensor(q: QParams) -> fb.QuantizationParametersT:
+    return _quant([q.scale], [q.zero_point], 0)

@@ -1,0 +1,169 @@
+"""TFLite int8 integer arithmetic: the one place where the project defines it in Python.
+
+The numpy reference executor, the .tflite exporter and the C code generator all take their
+multipliers, shifts, offsets and clamps from here, so the oracle, the TFLM check and the
+generated firmware compute with the same integers (DESIGN.md section 4). Scales are rounded to
+float32 first because that is how a .tflite stores them and how TFLM derives its multipliers.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .model import ir
+from .model.ir import Model, QParams
+
+INT8_MIN, INT8_MAX = -128, 127
+INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
+ADD_LEFT_SHIFT = 20   # TFLite's int8 ADD headroom: inputs are shifted up before rescaling
+
+
+def f32(value) -> np.ndarray:
+    """A scale as a .tflite stores it (float32), widened back to float64 for the arithmetic."""
+    return np.asarray(value, dtype=np.float32).astype(np.float64)
+
+
+# -- multipliers --------------------------------------------------------------------------
+def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
+    """Real multiplier(s) -> (Q31 multiplier, power-of-two shift), as TFLite's QuantizeMultiplier.
+
+    real = multiplier * 2**(shift - 31); rounding is half away from zero, a mantissa that rounds
+    up to 2**31 is halved, and multipliers below 2**-31 become zero.
+    """
+    real = np.asarray(real, dtype=np.float64)
+    mantissa, shift = np.frexp(real)
+    fixed = (np.sign(mantissa) * np.floor(np.abs(mantissa) * (1 << 31) + 0.5)).astype(np.int64)
+    carry = fixed == (1 << 31)
+    fixed = np.where(carry, fixed // 2, fixed)
+    shift = shift.astype(np.int64) + carry
+    tiny = shift < -31
+    return np.where(tiny, 0, fixed), np.where(tiny, 0, shift)
+
+
+def saturating_rounding_doubling_high_mul(a, b) -> np.ndarray:
+    """High 32 bits of 2*a*b, rounded to nearest (ties away from zero), INT32_MIN^2 saturated."""
+    a = np.asarray(a, dtype=np.int64)
+    b = np.asarray(b, dtype=np.int64)
+    ab = a * b
+    nudged = ab + np.where(ab >= 0, 1 << 30, 1 - (1 << 30))
+    high = np.sign(nudged) * (np.abs(nudged) >> 31)          # C division truncates toward zero
+    return np.where((a == INT32_MIN) & (b == INT32_MIN), INT32_MAX, high)
+
+
+def rounding_divide_by_pot(x, exponent) -> np.ndarray:
+    """x / 2**exponent rounded to nearest, ties away from zero (gemmlowp's RoundingDivideByPOT)."""
+    x = np.asarray(x, dtype=np.int64)
+    exponent = np.asarray(exponent, dtype=np.int64)
+    mask = (np.int64(1) << exponent) - 1
+    threshold = (mask >> 1) + (x < 0)
+    return (x >> exponent) + ((x & mask) > threshold)
+
+
+def multiply_by_quantized_multiplier(x, multiplier, shift) -> np.ndarray:
+    """TFLite's double-rounding requantization: left shift, doubling high multiply, right shift."""
+    shift = np.asarray(shift, dtype=np.int64)
+    left = np.maximum(shift, 0)
+    right = np.maximum(-shift, 0)
+    scaled = np.asarray(x, dtype=np.int64) * (np.int64(1) << left)
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(scaled, multiplier), right)
+
+
+def multiply_by_quantized_multiplier_smaller_than_one(x, multiplier, shift) -> np.ndarray:
+    """The ADD kernel's variant for multipliers below one (shift <= 0): no left shift."""
+    return rounding_divide_by_pot(saturating_rounding_doubling_high_mul(x, multiplier),
+                                  -np.asarray(shift, dtype=np.int64))
+
+
+def activation_range(act: str, q: QParams) -> tuple[int, int]:
+    """Clamp bounds of a fused activation in the output's int8 domain, as TFLite's
+    CalculateActivationRangeQuantized: 0 and 6 quantized in float32, rounded half away."""
+    def quantize(real: float) -> int:
+        ratio = float(np.float32(real) / np.float32(q.scale))
+        return q.zero_point + int(np.sign(ratio) * np.floor(abs(ratio) + 0.5))
+
+    if act == "none":
+        return INT8_MIN, INT8_MAX
+    if act == "relu":
+        return max(INT8_MIN, quantize(0.0)), INT8_MAX
+    if act == "relu6":
+        return max(INT8_MIN, quantize(0.0)), min(INT8_MAX, quantize(6.0))
+    raise ValueError(f"unknown activation {act!r}")
+
+
+def rounded_average(total, count) -> np.ndarray:
+    """Sum of int8 values / count, rounded half away from zero (TFLite's AVERAGE_POOL_2D)."""
+    total = np.asarray(total, dtype=np.int64)
+    count = np.asarray(count, dtype=np.int64)
+    half = count // 2
+    return np.where(total > 0, (total + half) // count, -((half - total) // count))
+
+
+# -- per-layer requantization parameters --------------------------------------------------
+@dataclass(frozen=True)
+class ChannelRequant:
+    """conv2d / depthwise / dense: acc = sum(w * (x + input_offset)) + bias, then per channel
+    out = clamp(MBQM(acc, multiplier[c], shift[c]) + output_offset, act_min, act_max)."""
+    input_offset: int
+    output_offset: int
+    multiplier: np.ndarray     # int64, one per output channel
+    shift: np.ndarray          # int64, one per output channel
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True)
+class AddRequant:
+    """Residual add: both inputs are offset, shifted up by `left_shift`, rescaled to a common
+    scale, summed, and the sum rescaled to the output (TFLite's int8 ADD)."""
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    left_shift: int
+    input1_multiplier: int
+    input1_shift: int
+    input2_multiplier: int
+    input2_shift: int
+    output_multiplier: int
+    output_shift: int
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True)
+class PoolRequant:
+    """Pools keep the input quantization: only the activation clamp remains."""
+    act_min: int
+    act_max: int
+
+
+def requantization(model: Model, index: int) -> ChannelRequant | AddRequant | PoolRequant:
+    """The integer parameters of layer `index`, derived from the model's scales."""
+    layer = model.layers[index]
+    q_in, q_out = model.tensor_q(index), model.tensor_q(index + 1)
+    if q_in is None or q_out is None:
+        raise ValueError(f"layer {index} ({layer.name}): model is not quantized")
+    act_min, act_max = activation_range(layer.act, q_out)
+    if layer.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE):
+        if layer.weights is None:
+            raise ValueError(f"layer {index} ({layer.name}): no weights")
+        real = f32(q_in.scale) * f32(layer.weights.scales) / f32(q_out.scale)
+        multiplier, shift = quantize_multiplier(real)
+        return ChannelRequant(-q_in.zero_point, q_out.zero_point, multiplier, shift,
+                              act_min, act_max)
+    if layer.op == ir.ADD:
+        q_skip = model.tensor_q(layer.skip)
+        s1, s2, so = f32(q_in.scale), f32(q_skip.scale), f32(q_out.scale)
+        twice_max = 2.0 * max(s1, s2)
+        m1, sh1 = quantize_multiplier(s1 / twice_max)
+        m2, sh2 = quantize_multiplier(s2 / twice_max)
+        mo, sho = quantize_multiplier(twice_max / ((1 << ADD_LEFT_SHIFT) * so))
+        return AddRequant(-q_in.zero_point, -q_skip.zero_point, q_out.zero_point, ADD_LEFT_SHIFT,
+                          int(m1), int(sh1), int(m2), int(sh2), int(mo), int(sho),
+                          act_min, act_max)
+    if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
+        if q_out != q_in:
+            raise ValueError(f"layer {index} ({layer.name}): a pool keeps its input "
+                             f"quantization, got {q_in} -> {q_out}")
+        return PoolRequant(act_min, act_max)
+    raise ValueError(f"layer {index}: unsupported op {layer.op!r}")

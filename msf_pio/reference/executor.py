@@ -1,0 +1,83 @@
+"""Unfused layer-by-layer int8 execution of the IR with TFLite's integer math (msf_pio.numerics).
+
+Accumulations are exact: int64, or float64 matrix products whose int8 x int9 sums stay far below
+2**53, which keeps whole zoo models fast enough to serve as the oracle in tests.
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+import numpy as np
+
+from .. import numerics as nm
+from ..model import ir
+from ..model.ir import Model
+from .windows import padded, valid_taps, windows
+
+Tensors = Mapping[int, np.ndarray] | Sequence[np.ndarray]
+
+
+def run_model(model: Model, x: np.ndarray) -> np.ndarray:
+    """Run every layer in order on the int8 HWC input; returns the int8 output tensor."""
+    x = np.asarray(x)
+    if x.shape != tuple(model.input_shape) or x.dtype != np.int8:
+        raise ValueError(f"input must be int8 {model.input_shape}, got {x.dtype} {x.shape}")
+    tensors = {0: x}
+    last_use = {t: i for i, layer in enumerate(model.layers)
+                for t in (i, layer.skip) if t is not None}
+    for i in range(model.n_layers):
+        tensors[i + 1] = run_layer(model, i, tensors)
+        for t in [t for t in tensors if last_use.get(t, -1) == i]:
+            del tensors[t]
+    return tensors[model.n_layers]
+
+
+def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
+    """Output tensor index+1 of layer `index`, from tensors[index] (and tensors[skip] for add)."""
+    layer = model.layers[index]
+    x = np.asarray(tensors[index])
+    if x.shape != tuple(layer.in_shape):
+        raise ValueError(f"layer {index} ({layer.name}): input shape {x.shape}, "
+                         f"expected {layer.in_shape}")
+    rq = nm.requantization(model, index)
+    if layer.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE):
+        acc = _accumulate(layer, x.astype(np.int64) + rq.input_offset)
+        acc = acc + layer.weights.bias.astype(np.int64)
+        out = nm.multiply_by_quantized_multiplier(acc, rq.multiplier, rq.shift) + rq.output_offset
+    elif layer.op == ir.ADD:
+        out = _add(rq, x, np.asarray(tensors[layer.skip]))
+    elif layer.op == ir.MAX_POOL:
+        out = windows(padded(x, layer, nm.INT8_MIN - 1), layer).max(axis=(2, 3))
+    elif layer.op == ir.AVG_POOL:
+        total = windows(padded(x, layer, 0), layer).sum(axis=(2, 3))
+        count = valid_taps(layer).sum(axis=(2, 3))[..., None]
+        out = nm.rounded_average(total, count)
+    elif layer.op == ir.GLOBAL_AVGPOOL:
+        h, w, _ = x.shape
+        out = nm.rounded_average(x.astype(np.int64).sum(axis=(0, 1)), h * w).reshape(1, 1, -1)
+    else:
+        raise ValueError(f"layer {index}: unsupported op {layer.op!r}")
+    return np.clip(out, rq.act_min, rq.act_max).astype(np.int8).reshape(layer.out_shape)
+
+
+def _accumulate(layer: ir.Layer, xs: np.ndarray) -> np.ndarray:
+    """int64 sums of weight x offset input; padding taps hold 0 (the zero point): add nothing."""
+    w = layer.weights.w.astype(np.float64)
+    if layer.op == ir.DENSE:
+        return (w @ xs.reshape(-1).astype(np.float64)).astype(np.int64)
+    win = windows(padded(xs, layer, 0).astype(np.float64), layer)      # (OH, OW, k, k, C)
+    if layer.op == ir.CONV:
+        return np.tensordot(win, w, axes=([2, 3, 4], [1, 2, 3])).astype(np.int64)
+    return np.einsum("hwyxc,yxc->hwc", win, w[0]).astype(np.int64)
+
+
+def _add(rq: nm.AddRequant, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """TFLite int8 ADD: offset, shift up, rescale both to a common scale, sum, rescale."""
+    def scaled(x, offset, multiplier, shift):
+        shifted = (x.astype(np.int64) + offset) << rq.left_shift
+        return nm.multiply_by_quantized_multiplier_smaller_than_one(shifted, multiplier, shift)
+
+    total = (scaled(a, rq.input1_offset, rq.input1_multiplier, rq.input1_shift)
+             + scaled(b, rq.input2_offset, rq.input2_multiplier, rq.input2_shift))
+    return nm.multiply_by_quantized_multiplier_smaller_than_one(
+        total, rq.output_multiplier, rq.output_shift) + rq.output_offset

@@ -1,0 +1,107 @@
+"""Quantized IR models with adversarial random int8 parameters, for the bit-exactness tests.
+
+Unlike msf_pio.model.weights (calibrated, realistic), every zero point, scale and bias here is
+drawn at random so that the tests reach saturation, extreme offsets and left shifts.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from msf_pio.model import ir
+from msf_pio.model.floatnet import weight_shape
+from msf_pio.model.ir import Model, QParams, Weights
+from msf_pio.model.spec import spec_to_model
+
+
+def f32(x: float) -> float:
+    return float(np.float32(x))
+
+
+def random_qparams(rng, scale_lo=0.005, scale_hi=0.05) -> QParams:
+    return QParams(f32(rng.uniform(scale_lo, scale_hi)), int(rng.integers(-128, 128)))
+
+
+def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
+    """`model` with random int8 weights, int32 biases and quantization; `gain` > 1 shrinks the
+    output scales so requantization multipliers exceed one (positive shifts)."""
+    rng = np.random.default_rng(seed)
+    q = [random_qparams(rng)]
+    layers = []
+    for layer in model.layers:
+        q_in = q[len(layers)]
+        weights = None
+        if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
+            q_out = q_in
+        elif layer.op == ir.ADD:
+            top = max(q_in.scale, q[layer.skip].scale)
+            q_out = QParams(f32(top * rng.uniform(0.5, 2.5)), int(rng.integers(-128, 128)))
+        else:
+            shape = weight_shape(layer)
+            w = rng.integers(-127, 128, shape).astype(np.int8)
+            n_scales = 1 if layer.op == ir.DENSE else layer.cout
+            scales = np.float32(rng.uniform(0.002, 0.02, n_scales)).astype(np.float64)
+            fan_in = int(np.prod(shape[1:])) if layer.op != ir.DEPTHWISE else layer.kernel ** 2
+            acc_std = np.sqrt(fan_in) * 73.0 * 74.0
+            bias = rng.integers(-acc_std, acc_std, layer.cout).astype(np.int32)
+            weights = Weights(w=w, bias=bias, scales=scales)
+            s_out = q_in.scale * float(np.median(scales)) * acc_std / rng.uniform(20, 80) / gain
+            q_out = QParams(f32(s_out), int(rng.integers(-128, 128)))
+        layers.append(replace(layer, weights=weights, q_out=q_out))
+        q.append(q_out)
+    return replace(model, layers=layers, q_input=q[0])
+
+
+def single_op_model(shape, layers: list[dict], seed: int, gain: float = 1.0) -> Model:
+    """A spec (input shape + layer dicts) expanded to the IR and quantized at random."""
+    return quantize_random(spec_to_model({"input": {"shape": list(shape)}, "layers": layers}),
+                           seed, gain)
+
+
+def random_input(model: Model, seed: int) -> np.ndarray:
+    return np.random.default_rng([seed, 99]).integers(-128, 128, model.input_shape).astype(np.int8)
+
+
+# Single-op models covering every op kind and padding form: name -> (input shape, spec layers).
+WEIGHTED = {   # the tests apply each activation to the last layer
+    "conv3x3_s1_same": ((9, 9, 3), [{"op": "conv2d", "out": 5, "kernel": 3}]),
+    "conv3x3_s2_same": ((10, 9, 4), [{"op": "conv2d", "out": 6, "kernel": 3, "stride": 2}]),
+    "conv3x3_s1_valid": ((8, 7, 3), [{"op": "conv2d", "out": 4, "kernel": 3, "padding": "valid"}]),
+    "conv3x3_s2_valid": ((9, 9, 3), [{"op": "conv2d", "out": 4, "kernel": 3, "stride": 2,
+                                      "padding": "valid"}]),
+    "conv3x3_s2_pad1": ((10, 10, 3), [{"op": "conv2d", "out": 5, "kernel": 3, "stride": 2,
+                                       "padding": 1}]),
+    "conv5x5_s1_pad1": ((9, 9, 2), [{"op": "conv2d", "out": 3, "kernel": 5, "padding": 1}]),
+    "conv5x5_s2_same": ((11, 10, 8), [{"op": "conv2d", "out": 7, "kernel": 5, "stride": 2}]),
+    "conv3x3_cin13": ((6, 6, 13), [{"op": "conv2d", "out": 5, "kernel": 3}]),
+    "conv1x1": ((7, 7, 8), [{"op": "pointwise", "out": 6}]),
+    "conv1x1_cin13": ((5, 6, 13), [{"op": "pointwise", "out": 9}]),
+    "conv1x1_s2": ((7, 7, 8), [{"op": "pointwise", "out": 6, "stride": 2}]),
+    "dw3x3_s1_same": ((8, 8, 6), [{"op": "depthwise_conv2d", "kernel": 3}]),
+    "dw3x3_s2_same": ((9, 8, 5), [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),
+    "dw5x5_s2_pad1": ((11, 11, 4), [{"op": "depthwise_conv2d", "kernel": 5, "stride": 2,
+                                     "padding": 1}]),
+    "dw7x7_s2_same": ((13, 12, 5), [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
+    "dw3x3_valid": ((7, 7, 3), [{"op": "depthwise_conv2d", "kernel": 3, "padding": "valid"}]),
+    "dense_after_gap": ((5, 5, 7), [{"op": "global_avgpool"}, {"op": "dense", "out": 4}]),
+    "dense_flatten": ((3, 2, 5), [{"op": "dense", "out": 6}]),
+    "dense_dense": ((1, 1, 9), [{"op": "dense", "out": 8, "act": "relu"},
+                                {"op": "dense", "out": 3}]),
+    "add": ((6, 6, 4), [{"op": "pointwise", "out": 4}, {"op": "add", "from": "input"}]),
+}
+
+POOLS = {
+    "maxpool_k2": ((8, 8, 3), [{"op": "max_pool", "kernel": 2}]),
+    "maxpool_k3_s2_same": ((9, 9, 3), [{"op": "max_pool", "kernel": 3, "stride": 2,
+                                        "padding": "same"}]),
+    "maxpool_k3_s2_pad1": ((10, 10, 3), [{"op": "max_pool", "kernel": 3, "stride": 2,
+                                          "padding": 1}]),
+    "avgpool_k2": ((8, 8, 3), [{"op": "avg_pool", "kernel": 2}]),
+    "avgpool_k3_s1_same": ((7, 7, 3), [{"op": "avg_pool", "kernel": 3, "stride": 1,
+                                        "padding": "same"}]),
+    "avgpool_k3_s2_same": ((8, 8, 3), [{"op": "avg_pool", "kernel": 3, "stride": 2,
+                                        "padding": "same"}]),
+    "gap": ((6, 5, 4), [{"op": "global_avgpool"}]),
+    "gap_large": ((16, 16, 3), [{"op": "global_avgpool"}]),
+}

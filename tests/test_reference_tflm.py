@@ -1,0 +1,160 @@
+"""The numpy reference is bit-exact with the TFLM reference kernels (the project's oracle check).
+
+Every op kind, activation and padding form, on adversarial random quantization, several seeds;
+a residual model tensor by tensor; the zoo models end to end with calibrated weights.
+"""
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from msf_pio.export.tflite import export_tflite, tflite_bytes
+from msf_pio.fusion.exact_cost import layer_macs as exact_layer_macs
+from msf_pio.model import load_model
+from msf_pio.model.weights import materialize
+from msf_pio.model.zoo import zoo_names
+from msf_pio.numerics import requantization
+from msf_pio.reference import layer_macs, model_macs, run_layer, run_model
+
+from .int8_models import POOLS, WEIGHTED, random_input, single_op_model
+
+runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+
+SEEDS = (0, 1, 2)
+ACTS = ("none", "relu", "relu6")
+
+RESIDUAL = [
+    {"op": "conv2d", "out": 8, "kernel": 3, "stride": 2, "act": "relu6"},
+    {"op": "inverted_residual", "out": 8, "expand": 2, "kernel": 3, "stride": 1},
+    {"op": "max_pool", "kernel": 2},
+    {"op": "inverted_residual", "out": 12, "expand": 2, "kernel": 5, "stride": 1},
+    {"op": "pointwise", "out": 12, "act": "relu"},
+    {"op": "add", "from": 3, "act": "relu6"},
+    {"op": "avg_pool", "kernel": 3, "stride": 1, "padding": "same"},
+    {"op": "global_avgpool"},
+    {"op": "dense", "out": 4, "act": "relu"},
+    {"op": "dense", "out": 3},
+]
+
+
+def tflm_run(model_bytes: bytes, x: np.ndarray) -> np.ndarray:
+    interpreter = runtime.Interpreter.from_bytes(model_bytes, arena_size=1 << 22)
+    interpreter.set_input(x[None], 0)
+    interpreter.invoke()
+    return interpreter.get_output(0)
+
+
+def assert_matches_tflm(model, x):
+    ours = run_model(model, x)
+    theirs = tflm_run(tflite_bytes(model), x)
+    assert ours.dtype == theirs.dtype == np.int8
+    assert ours.size == theirs.size
+    diff = np.flatnonzero(ours.reshape(-1) != theirs.reshape(-1))
+    assert diff.size == 0, f"{diff.size}/{ours.size} outputs differ, first at {diff[:5]}"
+    return ours
+
+
+def with_act(layers, act):
+    return layers[:-1] + [{**layers[-1], "act": act}]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("act", ACTS)
+@pytest.mark.parametrize("case", sorted(WEIGHTED))
+def test_weighted_op_matches_tflm(case, act, seed):
+    shape, layers = WEIGHTED[case]
+    model = single_op_model(shape, with_act(layers, act), seed)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", sorted(POOLS))
+def test_pool_matches_tflm(case, seed):
+    shape, layers = POOLS[case]
+    model = single_op_model(shape, layers, seed)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("op", ["pointwise", "depthwise_conv2d", "dense"])
+def test_left_shift_requantization_matches_tflm(op, seed):
+    """Output scales below input x weight scale: multipliers > 1, positive shifts."""
+    layer = {"op": op, "act": "relu"} | ({"kernel": 3} if op == "depthwise_conv2d" else {"out": 3})
+    model = single_op_model((5, 5, 2), [layer], seed, gain=2000.0)
+    assert np.all(requantization(model, 0).shift > 0)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_residual_model_every_tensor_matches_tflm(seed):
+    model = single_op_model((20, 20, 3), RESIDUAL, seed)
+    x = random_input(model, seed)
+    data = tflite_bytes(model)
+    interpreter = runtime.Interpreter.from_bytes(
+        data, arena_size=1 << 22, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    interpreter.set_input(x[None], 0)
+    interpreter.invoke()
+    graph = runtime.convert_bytearray_to_object(data).subgraphs[0]
+    names = [t.name.decode() for t in graph.tensors]
+    tensors = {0: x}
+    for i, layer in enumerate(model.layers):
+        tensors[i + 1] = run_layer(model, i, tensors)
+        theirs = interpreter.GetTensor(names.index(layer.name), 0)["tensor_data"]
+        np.testing.assert_array_equal(tensors[i + 1].reshape(-1), theirs.reshape(-1),
+                                      err_msg=f"tensor {i + 1} ({layer.name})")
+    np.testing.assert_array_equal(run_model(model, x), tensors[model.n_layers])
+
+
+@pytest.mark.parametrize("name", sorted(zoo_names()))
+def test_zoo_model_matches_tflm(name, tmp_path):
+    model = materialize(load_model(name))
+    path = tmp_path / f"{name}.tflite"
+    export_tflite(model, path)
+    for seed in (0, 1):
+        x = random_input(model, seed)
+        ours = run_model(model, x)
+        np.testing.assert_array_equal(ours.reshape(-1), tflm_run(path.read_bytes(), x).reshape(-1))
+
+
+def test_exported_constant_buffers_are_aligned():
+    model = single_op_model((6, 6, 3), [{"op": "conv2d", "out": 5, "kernel": 3}], 0)
+    data = tflite_bytes(model)
+    bias = model.layers[0].weights.bias.astype("<i4").tobytes()
+    weights = model.layers[0].weights.w.tobytes()
+    assert data.index(bias) % 16 == 0 and data.index(weights) % 16 == 0
+
+
+def test_avg_pool_padding_tflite_cannot_express_is_refused():
+    model = single_op_model((8, 8, 3), [{"op": "avg_pool", "kernel": 3, "stride": 2,
+                                         "padding": 1}], 0)
+    with pytest.raises(ValueError, match="avg_pool"):
+        tflite_bytes(model)
+
+
+# -- MAC counter --------------------------------------------------------------------------
+def test_macs_by_hand():
+    """3x3 same conv on 3x3: rows see 2, 3, 2 taps (7), columns too: 49 taps x cin x cout."""
+    model = single_op_model((3, 3, 2), [{"op": "conv2d", "out": 4, "kernel": 3},
+                                        {"op": "depthwise_conv2d", "kernel": 3},
+                                        {"op": "add", "from": 0},
+                                        {"op": "max_pool", "kernel": 2, "stride": 1},
+                                        {"op": "global_avgpool"}, {"op": "dense", "out": 5}], 0)
+    assert [layer_macs(l) for l in model.layers] == [49 * 2 * 4, 49 * 4, 0, 4 * 4 * 4, 4 * 4, 4 * 5]
+    assert model_macs(model) == sum(layer_macs(l) for l in model.layers)
+
+
+@pytest.mark.parametrize("name", sorted(zoo_names()))
+def test_macs_agree_with_exact_cost_model(name):
+    model = load_model(name)
+    assert [layer_macs(l) for l in model.layers] == [exact_layer_macs(l) for l in model.layers]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_per_channel_dense_matches_tflm(seed):
+    """Imported models may carry per-channel dense scales; TFLM's FULLY_CONNECTED accepts them."""
+    model = single_op_model((2, 2, 5), [{"op": "dense", "out": 6, "act": "relu6"}], seed)
+    layer = model.layers[0]
+    scales = np.float32(np.random.default_rng(seed).uniform(0.002, 0.02, 6)).astype(np.float64)
+    layer = replace(layer, weights=replace(layer.weights, scales=scales))
+    model = replace(model, layers=[layer])
+    assert_matches_tflm(model, random_input(model, seed))
