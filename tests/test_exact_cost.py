@@ -40,15 +40,23 @@ def brute_layer_macs(layer):
 def brute_block(model, first, end):
     """MACs and ring rows of the block first..end (spatial), tile by tile with row sets.
 
-    A tensor provides a contiguous run of rows per tile (the hull of what its consumers read;
-    only a window with stride > kernel leaves gaps in it)."""
+    A tensor provides a contiguous run of rows per tile and of columns per sweep (the hull of
+    what its consumers read; only a window with stride > kernel leaves gaps in it)."""
     layers, macs, rows_max = model.layers, 0, {}
+    cols = {end + 1: set(range(layers[end].out_shape[1]))}
+    for l in range(end, first - 1, -1):
+        layer = layers[l]
+        ins = set().union(*(valid_cols(layer, c) for c in cols[l + 1])) if layer.has_window \
+            else cols[l + 1]
+        for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+            if t >= first:
+                cols[t] = set(range(max(cols.get(t, set()) | ins) + 1))
     for y in range(layers[end].out_shape[0]):
         need = {end + 1: {y}}
         for l in range(end, first - 1, -1):
             layer = layers[l]
             rows = need[l + 1]
-            macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
+            macs += sum(pixel_macs(layer, r, c) for r in rows for c in cols[l + 1])
             ins = set().union(*(valid_rows(layer, r) for r in rows)) if layer.has_window else rows
             for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
                 if t >= first:

@@ -113,6 +113,7 @@ def _col_range(layer: Layer, x: int, in_width: int) -> tuple[int, int]:
 def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
     layers = model.layers
     tiles = layers[end].out_shape[0]
+    spans, cols = _column_sweep(model, end, lowest_first)
     lo = {end + 1: np.arange(tiles)}
     hi = {end + 1: np.arange(tiles) + 1}
     macs: dict[int, int] = {}
@@ -121,7 +122,8 @@ def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
         a, b = lo[l + 1], hi[l + 1]
         if layer.has_window:
             taps = np.concatenate([[0], np.cumsum(_row_taps(layer))])
-            macs[l] = int((taps[b] - taps[a]).sum() * _col_taps(layer).sum()) * _tap_macs(layer)
+            row_taps = int((taps[b] - taps[a]).sum())
+            macs[l] = row_taps * int(_col_taps(layer)[:cols[l + 1] + 1].sum()) * _tap_macs(layer)
             h = layer.in_shape[0]
             need = [(np.maximum(a * layer.stride - layer.pad_top, 0),
                      np.minimum((b - 1) * layer.stride - layer.pad_top + layer.kernel, h))]
@@ -136,12 +138,14 @@ def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
                 lo[t], hi[t] = np.minimum(lo[t], nlo), np.maximum(hi[t], nhi)
             else:
                 lo[t], hi[t] = nlo, nhi
-    return BlockSchedule(end, lowest_first, lo, hi, _ring_columns(model, end, lowest_first), macs)
+    return BlockSchedule(end, lowest_first, lo, hi, spans, macs)
 
 
-def _ring_columns(model: Model, end: int, lowest_first: int) -> dict[int, int]:
-    """Simulate the demand-driven column sweep; a ring must span from the oldest column any
-    consumer still needs to the newest column produced."""
+def _column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict]:
+    """Simulate the demand-driven column sweep of one tile row. Returns the ring columns of
+    every tensor (a ring spans from the oldest column any consumer still needs to the newest
+    produced) and the last column of every tensor that is ever produced (a window with stride
+    > kernel leaves the last input columns unread, so nobody computes them)."""
     layers = model.layers
     consumers: dict[int, list[int]] = {}
     for l in range(lowest_first, end + 1):
@@ -171,7 +175,7 @@ def _ring_columns(model: Model, end: int, lowest_first: int) -> dict[int, int]:
 
     for x in range(layers[end].out_shape[1]):
         compute(end, x)
-    return span
+    return span, produced
 
 
 # -- edges --------------------------------------------------------------------------------

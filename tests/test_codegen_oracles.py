@@ -1,0 +1,105 @@
+"""Generated C against independent oracles: the tflite-micro runtime on the exported .tflite,
+random small CNNs with adversarial quantization under random fusion plans, and the cross
+toolchains with -Werror."""
+import random
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from msf_pio.codegen.generate import generate
+from msf_pio.codegen.host import LIBRARY, HostBuild, write_sources
+from msf_pio.export.tflite import tflite_bytes
+from msf_pio.fusion import solvers
+from msf_pio.fusion.graph import build_graph
+from msf_pio.fusion.plan import Plan
+from msf_pio.model.spec import spec_to_model
+from msf_pio.reference import run_model
+from msf_pio.verify import quantized_model, seeded_input
+from tests.int8_models import POOLS, WEIGHTED, quantize_random, random_input, single_op_model
+from tests.random_models import small_specs
+from tests.test_reference_tflm import tflm_run
+
+
+def random_plan(graph, rng) -> Plan:
+    """A uniformly chosen edge at every cut: any path through the fusion graph."""
+    path, node = [], 0
+    while node != graph.output_node:
+        e = rng.choice([e for e in graph.edges if e.src == node])
+        path.append(e)
+        node = e.dst
+    return Plan.from_path(graph, path, "random")
+
+
+@pytest.mark.parametrize("name", ["mbv2-w0.35-r144", "mcunet-vww-5fps"])
+def test_fused_c_matches_tflm_on_zoo_models(name):
+    model = quantized_model(name)
+    data = tflite_bytes(model)
+    graph = build_graph(model, "exact")
+    for plan in (solvers.p1_min_ram(graph), solvers.p1_min_ram(graph, 1.3)):
+        build = HostBuild(generate(model, plan))
+        try:
+            for seed in (0, 1):
+                x = seeded_input(model, seed)
+                assert np.array_equal(build.run(x).output, tflm_run(data, x).reshape(-1))
+        finally:
+            build.close()
+
+
+@pytest.mark.parametrize("case", sorted({**WEIGHTED, **POOLS}))
+def test_single_op_c_matches_tflm(case):
+    shape, layers = {**WEIGHTED, **POOLS}[case]
+    model = single_op_model(shape, layers, seed=3)
+    x = random_input(model, 3)
+    expected = tflm_run(tflite_bytes(model), x).reshape(-1)
+    graph = build_graph(model, "exact")
+    for plan in {solvers.vanilla(graph).label: solvers.vanilla(graph),
+                 "min": solvers.p1_min_ram(graph)}.values():
+        build = HostBuild(generate(model, plan))
+        try:
+            assert np.array_equal(build.run(x).output, expected)
+        finally:
+            build.close()
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=9), seed=st.integers(0, 2**16))
+def test_random_models_random_plans(spec, seed):
+    model = quantize_random(spec_to_model(spec), seed)
+    graph = build_graph(model, "exact")
+    plan = random_plan(graph, random.Random(seed))
+    x = random_input(model, seed)
+    build = HostBuild(generate(model, plan))
+    try:
+        assert np.array_equal(build.run(x).output, run_model(model, x).reshape(-1))
+        assert build.run(x, "count").figures["macs_counted"] == plan.macs
+        assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
+    finally:
+        build.close()
+
+
+CROSS = {
+    "cortex-m7": ["arm-none-eabi-gcc", "-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard",
+                  "-mfpu=fpv5-d16"],
+    "cortex-m4": ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
+                  "-mfpu=fpv4-sp-d16"],
+    "rv32imac": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs", "-march=rv32imac",
+                 "-misa-spec=2.2", "-mabi=ilp32"],
+}
+
+
+@pytest.mark.parametrize("target", CROSS)
+def test_generated_code_cross_compiles_warning_free(target, tmp_path):
+    if shutil.which(CROSS[target][0]) is None:
+        pytest.skip(f"{CROSS[target][0]} is not installed (scripts/setup.sh installs it)")
+    model = quantized_model("tiny")
+    write_sources(generate(model, solvers.p1_min_ram(build_graph(model, "exact"))), tmp_path)
+    for flags in ([], ["-DMSF_COUNT_MACS", "-DMSF_MEASURE_ARENA"]):
+        cmd = [*CROSS[target], "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding",
+               *flags, f"-I{LIBRARY / 'include'}", f"-I{tmp_path}", "-c",
+               str(tmp_path / "msf_model.c"), "-o", str(tmp_path / "m.o")]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
