@@ -63,7 +63,16 @@ static void head_finish(const msf_block_t *b, int8_t *arena, int8_t *out)
     }
 }
 
-void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output)
+static void emit(const msf_block_t *b, const msf_sink_t *sink, int32_t row, int32_t col,
+                 const int8_t *pixel, int32_t channels)
+{
+    if (b->stream) {
+        sink->fn(row, col, pixel, channels, sink->ctx);
+    }
+}
+
+void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output,
+                  const msf_sink_t *sink)
 {
     const msf_layer_t *L = b->layers;
     int8_t *in = locate(arena, b->in_offset, input);
@@ -75,6 +84,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         } else {
             msf_dense(&L[0], in, out);
         }
+        emit(b, sink, 0, 0, out, L[0].out_c);
         return;
     }
     const msf_layer_t *last = &L[n - 1];
@@ -92,6 +102,9 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         msf_view_t v = {arena + b->staging_offset, 0, last->out_c, last->out_c, 1};
         view[n] = v;
         memset(arena + b->sums_offset, 0, 4u * last->out_c);
+    } else if (b->stream) {                        /* one output pixel, handed to the sink */
+        msf_view_t v = {out, 0, last->out_c, last->out_c, 1};
+        view[n] = v;
     } else {
         view[n] = whole_view(out, last->out_w, last->out_c);
     }
@@ -128,7 +141,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
             view[t].row0 = lo[t];
             produced[t] = -1;
         }
-        if (b->head) {
+        if (b->head || b->stream) {
             view[n].row0 = y;
         }
         for (int32_t l = 0; l < n; l++) {
@@ -162,11 +175,14 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
                 produced[l + 1] = next[l]++;
                 if (l == n - 1 && b->head) {
                     msf_gap_accumulate(&L[n], view[n].base, arena + b->sums_offset);
+                } else if (l == n - 1) {
+                    emit(b, sink, y, next[l] - 1, view[n].base, last->out_c);
                 }
             }
         }
     }
     if (b->head) {
         head_finish(b, arena, out);
+        emit(b, sink, 0, 0, out, L[n + b->head - 1].out_c);
     }
 }

@@ -81,7 +81,7 @@ def _layer_struct(model: Model, i: int, f: dict) -> str:
 
 
 def _offset(layout_offsets: dict, model: Model, t: int) -> str:
-    if t in (0, model.n_layers):
+    if t == 0 or (t == model.n_layers and not model.stream_output):
         return EXTERNAL
     return str(layout_offsets[t])
 
@@ -96,7 +96,9 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     n = end - e.first + 1 if spatial else 0
     head = e.last - end if spatial else 0
     arrays = []
-    fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head, "first": e.first,
+    fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head,
+              "stream": int(model.stream_output and e.last + 1 == model.n_layers),
+              "first": e.first,
               "in_offset": _offset(el.offsets, model, e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el.offsets, model, out_t)
@@ -140,7 +142,7 @@ def generate(model: Model, plan: Plan) -> Sources:
         for mv in el.moves:
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
-        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output);")
+        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output, &sink);")
         steps.append("    MSF_EDGE_DONE(" + str(k) + ");")
     header = _header(model, plan, layout)
     source = "\n".join([
@@ -168,12 +170,7 @@ def generate(model: Model, plan: Plan) -> Sources:
         "    return msf_arena;",
         "}",
         "",
-        "int msf_model_run(const int8_t *input, int8_t *output)",
-        "{",
-        *steps,
-        "    return 0;",
-        "}",
-        "",
+        *_entry_points(model, steps),
         "#ifdef MSF_MEASURE_ARENA",
         "uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output)",
         "{",
@@ -192,6 +189,38 @@ def generate(model: Model, plan: Plan) -> Sources:
         "",
     ])
     return Sources(header, source, layout)
+
+
+def _entry_points(model: Model, steps: list[str]) -> list[str]:
+    """msf_model_run, and for a streamed output msf_model_run_stream (msf_model_run then
+    collects the pixels into the caller's buffer)."""
+    if not model.stream_output:
+        return ["int msf_model_run(const int8_t *input, int8_t *output)", "{",
+                "    const msf_sink_t sink = {0, 0};", *steps, "    return 0;", "}", ""]
+    w, c = model.output_shape[1], model.output_shape[2]
+    return [
+        "int msf_model_run_stream(const int8_t *input,",
+        "                         void (*fn)(int32_t row, int32_t col, const int8_t *pixel,",
+        "                                    int32_t channels, void *ctx),",
+        "                         void *ctx)",
+        "{",
+        "    const msf_sink_t sink = {fn, ctx};",
+        "    int8_t *output = 0;",
+        *steps,
+        "    return 0;",
+        "}",
+        "",
+        "static void msf_collect(int32_t row, int32_t col, const int8_t *pixel, int32_t channels,",
+        "                        void *ctx)",
+        "{",
+        f"    memcpy((int8_t *)ctx + (row * {w} + col) * channels, pixel, (size_t)channels);",
+        "}",
+        "",
+        "int msf_model_run(const int8_t *input, int8_t *output)",
+        "{",
+        "    return msf_model_run_stream(input, msf_collect, output);",
+        "}",
+        ""]
 
 
 def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
@@ -290,6 +319,16 @@ extern const msf_model_info_t msf_model_info;
 /* Runs the model: input HWC int8 (MSF_MODEL_INPUT_BYTES), output int8 (MSF_MODEL_OUTPUT_BYTES).
  * Not reentrant (one static arena). Returns 0. */
 int msf_model_run(const int8_t *input, int8_t *output);
+
+#define MSF_MODEL_STREAM_OUTPUT {int(model.stream_output)}
+#if MSF_MODEL_STREAM_OUTPUT
+/* Runs the model handing every output pixel (row, col, MSF_MODEL_OUTPUT_C values) to fn: the
+ * whole output never exists in RAM; the arena stages one pixel. */
+int msf_model_run_stream(const int8_t *input,
+                         void (*fn)(int32_t row, int32_t col, const int8_t *pixel,
+                                    int32_t channels, void *ctx),
+                         void *ctx);
+#endif
 
 /* The arena, for RAM measurements. */
 int8_t *msf_model_arena(void);

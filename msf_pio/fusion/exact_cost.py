@@ -185,7 +185,10 @@ def _alive_skips(model: Model, first: int) -> list[int]:
 
 
 def arena_tensor_bytes(model: Model, t: int) -> int:
-    """Arena bytes of a whole tensor; the network input and output are the caller's buffers."""
+    """Arena bytes of a whole tensor; the network input and output are the caller's buffers,
+    except that a streamed output needs one output pixel of staging."""
+    if t == model.n_layers and model.stream_output:
+        return model.output_shape[2]
     return 0 if t in (0, model.n_layers) else model.tensor_bytes(t)
 
 

@@ -19,12 +19,14 @@ class Plan:
     feasible: bool = True
     reason: str = ""
     layer_names: list[str] = field(default_factory=list, repr=False)
+    stream_output: bool = False
 
     @classmethod
     def from_path(cls, graph, path: list[Edge] | None, objective: str, **opts) -> "Plan":
         plan = cls(model=graph.model.name, cost_model=graph.cost_model, objective=objective,
                    blocks=path or [], unfused_macs=graph.unfused_macs,
-                   layer_names=[l.name for l in graph.model.layers], **opts)
+                   layer_names=[l.name for l in graph.model.layers],
+                   stream_output=graph.model.stream_output, **opts)
         if path is None:
             plan.mark_infeasible("no plan satisfies the constraints")
         return plan
@@ -61,6 +63,7 @@ class Plan:
             "max_overhead": None if math.isinf(self.max_overhead) else self.max_overhead,
             "ram_limit": None if self.ram_limit is None or math.isinf(self.ram_limit)
             else int(self.ram_limit),
+            "output": "stream" if self.stream_output else "buffer",
             "feasible": self.feasible,
             **({"reason": self.reason} if not self.feasible else {}),
             "peak_ram_bytes": self.peak_ram if self.feasible else None,

@@ -97,6 +97,9 @@ class Model:
     source: str = ""                     # file the model came from (for error messages)
     q_input: QParams | None = None
     weights_spec: dict = field(default_factory=dict)   # how to materialize weights (see weights.py)
+    # The output handed to a sink pixel by pixel (the paper's uncounted output, made honest):
+    # the arena then holds one output pixel instead of the caller holding the whole tensor.
+    stream_output: bool = False
 
     @property
     def n_layers(self) -> int:

@@ -56,11 +56,18 @@ typedef struct {
 
 #define MSF_EXTERNAL 0xFFFFFFFFu  /* tensor offset meaning: the caller's input or output */
 
+/* Receives a streamed network output pixel by pixel (row, column, `channels` int8 values). */
+typedef struct {
+    void (*fn)(int32_t row, int32_t col, const int8_t *pixel, int32_t channels, void *ctx);
+    void *ctx;
+} msf_sink_t;
+
 /* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally
  * ending in an iterative head (global average pooling, then maybe dense). */
 typedef struct {
     const msf_layer_t *layers;    /* n spatial layers, then the head layers */
     uint8_t n, head;              /* head: 0 none, 1 global avgpool, 2 global avgpool + dense */
+    uint8_t stream;               /* 1: the network output, one pixel staged at out_offset */
     uint16_t first;               /* model tensor index of the block input */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
@@ -90,8 +97,9 @@ void msf_gap_accumulate(const msf_layer_t *l, const int8_t *pixel, int8_t *sums)
 void msf_gap_finish(const msf_layer_t *l, int8_t *sums, int8_t *out);
 void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out);
 
-/* Runs one edge of the plan. */
-void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output);
+/* Runs one edge of the plan; `sink` receives the pixels of a streamed output (stream edges). */
+void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output,
+                  const msf_sink_t *sink);
 
 /* Arena measurement (instrumented builds): before an edge, every arena byte outside the
  * buffers the edge reads is painted; after it, the bytes that changed are counted. Two passes
