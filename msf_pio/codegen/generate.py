@@ -31,11 +31,12 @@ class Sources:
     layout: ArenaLayout
 
 
-def _array(ctype: str, name: str, values, per_line: int = 24) -> str:
+def c_array(ctype: str, name: str, values, per_line: int = 24, storage: str = "static const") -> str:
+    """A C array definition of integers (weights go to flash as const)."""
     flat = [int(v) for v in np.asarray(values).reshape(-1)]
     lines = [", ".join(str(v) for v in flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
     body = ",\n    ".join(lines) if lines else "0"
-    return f"static const {ctype} {name}[{max(len(flat), 1)}] = {{\n    {body}\n}};\n"
+    return f"{storage} {ctype} {name}[{max(len(flat), 1)}] = {{\n    {body}\n}};\n"
 
 
 def _check(model: Model) -> None:
@@ -54,15 +55,15 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
     rq = numerics.requantization(model, i)
     arrays, f = [], {}
     if isinstance(rq, numerics.ChannelRequant):
-        arrays.append(_array("int8_t", f"w{i}", layer.weights.w))
-        arrays.append(_array("int32_t", f"b{i}", layer.weights.bias))
-        arrays.append(_array("int32_t", f"m{i}", rq.multiplier))
-        arrays.append(_array("int8_t", f"s{i}", rq.shift))
+        arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
+        arrays.append(c_array("int32_t", f"b{i}", layer.weights.bias))
+        arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
+        arrays.append(c_array("int8_t", f"s{i}", rq.shift))
         f.update(in_offset=rq.input_offset, out_offset=rq.output_offset, weights=f"w{i}",
                  bias=f"b{i}", mult=f"m{i}", shift=f"s{i}")
     elif isinstance(rq, numerics.AddRequant):
-        arrays.append(_array("int32_t", f"m{i}", [rq.output_multiplier]))
-        arrays.append(_array("int8_t", f"s{i}", [rq.output_shift]))
+        arrays.append(c_array("int32_t", f"m{i}", [rq.output_multiplier]))
+        arrays.append(c_array("int8_t", f"s{i}", [rq.output_shift]))
         f.update(in_offset=rq.input1_offset, out_offset=rq.output_offset, mult=f"m{i}",
                  shift=f"s{i}", in2_offset=rq.input2_offset, left_shift=rq.left_shift,
                  in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
@@ -172,13 +173,21 @@ def generate(model: Model, plan: Plan) -> Sources:
         "",
         *_entry_points(model, steps),
         "#ifdef MSF_MEASURE_ARENA",
+        *(["static void msf_discard(int32_t row, int32_t col, const int8_t *pixel,",
+           "                        int32_t channels, void *ctx)",
+           "{",
+           "    (void)row, (void)col, (void)pixel, (void)channels, (void)ctx;",
+           "}", ""] if model.stream_output else []),
         "uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output)",
         "{",
         "    uint32_t high_water = 0;",
         "    memset(msf_written, 0, sizeof msf_written);",
         "    for (msf_pass = 0; msf_pass < 2; msf_pass++) {",
-        "        msf_model_run(input, output);",
+        ("        msf_model_run_stream(input, msf_discard, 0);" if model.stream_output else
+         "        msf_model_run(input, output);"),
         "    }",
+        "    msf_pass = -1;",
+        *(["    (void)output;"] if model.stream_output else []),
         "    for (uint32_t k = 0; k < MSF_MODEL_EDGES; k++) {",
         "        uint32_t used = msf_live_bytes[k] + msf_written[k];",
         "        high_water = used > high_water ? used : high_water;",
@@ -240,11 +249,13 @@ static const msf_span_t msf_live[{max(len(spans), 1)}] = {{{", ".join(spans) or 
 static const uint16_t msf_live_first[{edges + 1}] = {{{", ".join(map(str, first))}}};
 static const uint32_t msf_live_bytes[{edges}] = {{{", ".join(map(str, live_bytes))}}};
 static uint32_t msf_written[{edges}];
-static int msf_pass;
+static int msf_pass = -1;              /* -1: a plain run, no painting */
 #define MSF_LIVE(k) &msf_live[msf_live_first[k]], (uint32_t)(msf_live_first[k + 1] - msf_live_first[k])
-#define MSF_EDGE_BEGIN(k) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55)
-#define MSF_EDGE_DONE(k) (msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
-                                                               msf_pass ? 0xAA : 0x55, msf_pass))
+#define MSF_EDGE_BEGIN(k) \\
+    if (msf_pass >= 0) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55)
+#define MSF_EDGE_DONE(k) \\
+    if (msf_pass >= 0) msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
+                                                           msf_pass ? 0xAA : 0x55, msf_pass)
 #else
 #define MSF_EDGE_BEGIN(k) ((void)0)
 #define MSF_EDGE_DONE(k) ((void)0)
@@ -335,7 +346,7 @@ int8_t *msf_model_arena(void);
 
 #ifdef MSF_MEASURE_ARENA
 /* Runs the model twice, painting the arena around every edge; returns the arena high-water:
- * the most bytes any edge reads or writes. */
+ * the most bytes any edge reads or writes (a streamed output is discarded: output unused). */
 uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output);
 #endif
 

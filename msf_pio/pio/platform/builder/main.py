@@ -36,7 +36,7 @@ env.Append(
     ASPPFLAGS=["-x", "assembler-with-cpp"],
     CCFLAGS=common + ["-Os", "-ffunction-sections", "-fdata-sections", "-Wall"],
     CXXFLAGS=["-fno-rtti", "-fno-exceptions"],
-    CPPDEFINES=[("F_CPU", "$BOARD_F_CPU")],
+    CPPDEFINES=[("F_CPU", "$BOARD_F_CPU"), "MSF_QEMU"],
     CPPPATH=[os.path.join(RUNTIME, "include")],
     # crt0-hosted: copies .data, zeroes .bss, sets TLS, runs constructors, exit(main()).
     LINKFLAGS=common + ["--crt0=hosted", "-Wl,--gc-sections",
