@@ -1,0 +1,103 @@
+"""The product end to end, offline: `pio run -e <emulated board> -t upload` builds the demo
+firmware for a model declared in platformio.ini, runs it in QEMU, and its MSF line shows the
+output CRC equal to the host reference and the painted arena equal to the prediction;
+`pio test` passes; options regenerate only when they change; bad options stop the build."""
+import json
+import re
+import shutil
+
+import pytest
+
+from msf_pio.pio import bootstrap
+from msf_pio.pio.project import make_project, pio, result_lines
+from msf_pio.verify import crc32, quantized_model, seeded_input
+from msf_pio.reference import run_model
+
+TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qemu-system-riscv32")
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144")
+LINE = re.compile(r"arena=(\d+) arena_pred=(\d+) .* crc=(0x[0-9a-f]{8}) crc_ref=(0x[0-9a-f]{8}) "
+                  r"status=(\w+)$")
+
+
+@pytest.fixture(scope="module")
+def core(tmp_path_factory):
+    missing = [t for t in TOOLS if not shutil.which(t)]
+    if missing:
+        pytest.skip(f"not installed: {', '.join(missing)} (scripts/setup.sh installs them)")
+    path = str(tmp_path_factory.mktemp("pio-core"))
+    bootstrap.install_tool_scons(path, log=lambda _msg: None)
+    return path
+
+
+def reference_crc(name):
+    model = quantized_model(name)
+    return f"0x{crc32(run_model(model, seeded_input(model, 0))):08x}"
+
+
+@pytest.mark.parametrize("name", MODELS)
+def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
+    project = make_project(tmp_path / "demo", model=name)
+    expected_crc = reference_crc(name)
+    for board in BOARDS:
+        code, out = pio(core, project, "run", "-e", board, "-t", "upload")
+        summary = json.loads((project / ".pio" / "build" / board / "msf_generated" /
+                              "stamp.json").read_text())["summary"] if code == 0 else None
+        if code and board == "qemu_hifive1b" and "infeasible budget" in out:
+            assert name != "mbv2-w0.35-paper"       # the paper ran this one in 16 KB
+            assert re.search(r"msf-pio: error: .*no plan fits in 12288 B", out)
+            continue
+        assert code == 0, out[-3000:]
+        lines = result_lines(out)
+        assert len(lines) == 1, out[-2000:]
+        arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
+        assert status == "ok" and crc == crc_ref == expected_crc
+        assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
+        assert summary["plan"] == "p1:inf"
+
+
+def test_pio_test_on_emulated_boards(core, tmp_path):
+    project = make_project(tmp_path / "demo", model="mn2-vww5-paper")
+    code, out = pio(core, project, "test", "--without-uploading",
+                    *[a for board in BOARDS for a in ("-e", board)])
+    assert code == 0, out[-3000:]
+    assert re.search(r"16 test cases: 16 succeeded", out), out[-1500:]
+
+
+def test_regenerates_only_when_options_change(core, tmp_path):
+    project = make_project(tmp_path / "demo", model="tiny")
+    board = "qemu_f767zi"
+    code, out = pio(core, project, "run", "-e", board)
+    assert code == 0 and "generated in" in out, out[-2000:]
+    code, out = pio(core, project, "run", "-e", board)
+    assert code == 0 and "nothing regenerated" in out
+    generated = project / ".pio" / "build" / board / "msf_generated" / "msf_model"
+    mtime = (generated / "src" / "msf_model.c").stat().st_mtime_ns
+    make_project(project, model="tiny", max_overhead="1.2")
+    code, out = pio(core, project, "run", "-e", board)
+    assert code == 0 and "generated in" in out and "p1:1.2" in out
+    assert (generated / "src" / "msf_model.c").stat().st_mtime_ns != mtime
+
+
+@pytest.mark.parametrize("option,value,words", [
+    ("objective", "fastest", "custom_msf_objective: must be one of"),
+    ("max_overhead", "0.5", "custom_msf_max_overhead: must be >= 1"),
+    ("ram_limit", "-3", "custom_msf_ram_limit: must be"),
+    ("model", "models/missing.yaml", "custom_msf_model: no such model file"),
+])
+def test_bad_options_stop_the_build_with_one_line(core, tmp_path, option, value, words):
+    project = make_project(tmp_path / "demo", **{option: value})
+    code, out = pio(core, project, "run", "-e", "qemu_f767zi")
+    assert code != 0
+    errors = [l for l in out.splitlines() if l.startswith("msf-pio: error:")]
+    assert len(errors) == 1 and words in errors[0] and "platformio.ini [env:qemu_f767zi]" in errors[0]
+    assert "Traceback" not in out
+
+
+def test_infeasible_budget_names_the_nearest_plan(core, tmp_path):
+    project = make_project(tmp_path / "demo", model="mn2-320k-paper", objective="min_macs",
+                           ram_limit="16kB")
+    code, out = pio(core, project, "run", "-e", "qemu_f767zi")
+    assert code != 0
+    assert re.search(r"msf-pio: error: .*nearest feasible: no plan fits in 16000 B; the "
+                     r"least-RAM plan .* needs \d+ B", out), out[-2000:]
