@@ -149,6 +149,13 @@ def cmd_export(args) -> int:
     return 0
 
 
+def cmd_demo(args) -> int:
+    from .pio.demo import render, run_demo
+    result = run_demo(args.board, args.model)
+    print(render(result))
+    return 0 if render(result).endswith("DEMO OK") else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) "
                                      "plans and int8 C code for microcontroller CNNs")
@@ -190,6 +197,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("model")
     p.add_argument("--tflite", required=True, metavar="OUT.tflite")
     p.set_defaults(func=cmd_export)
+
+    p = sub.add_parser("demo", help="build the demo firmware for an emulated board with "
+                       "PlatformIO, run it in QEMU and print the report")
+    p.add_argument("--board", default="qemu_f767zi",
+                   choices=("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3"))
+    p.add_argument("--model", help="model instead of the demo's (zoo name or absolute path)")
+    p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
     p.add_argument("--json", action="store_true")
