@@ -101,3 +101,20 @@ def test_infeasible_budget_names_the_nearest_plan(core, tmp_path):
     assert code != 0
     assert re.search(r"msf-pio: error: .*nearest feasible: no plan fits in 16000 B; the "
                      r"least-RAM plan .* needs \d+ B", out), out[-2000:]
+
+
+def test_demo_ini_lints_and_declares_every_board():
+    """The real-board envs cannot be built offline (no registry); the ini can be checked."""
+    from platformio.project.config import ProjectConfig
+
+    from msf_pio.pio.project import DEMO, envs
+    assert ProjectConfig.lint(str(DEMO / "platformio.ini")) == {"errors": [], "warnings": []}
+    assert set(envs(DEMO)) == {"nucleo_f767zi", "disco_f746ng", "nucleo_f412zg",
+                               "esp32-s3-devkitc-1", "esp32-c3-devkitm-1", "hifive1-revb",
+                               *BOARDS}
+    config = ProjectConfig(str(DEMO / "platformio.ini"))
+    for env in ("nucleo_f767zi", "disco_f746ng", "nucleo_f412zg"):
+        assert config.get(f"env:{env}", "platform") == "ststm32"
+    for env in ("esp32-s3-devkitc-1", "esp32-c3-devkitm-1"):
+        assert config.get(f"env:{env}", "platform") == "espressif32"
+    assert config.get("env:hifive1-revb", "platform") == "sifive"
