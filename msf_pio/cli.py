@@ -208,6 +208,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_paper_table1)
+
+    from .pio.monitor_cli import add_monitor_command
+    add_monitor_command(sub)
     return parser
 
 

@@ -220,6 +220,8 @@ def configure(env) -> None:
         env.Exit(1)
         return
     print(describe(summary, regenerated, time.perf_counter() - start))
+    from .monitor import install_filter
+    install_filter(project_dir)     # for monitor_filters = msf; a user's own file is kept
     ram_limit = summary["ram_limit"] or int(board.get("upload.maximum_ram_size", 0) or 0)
     lib = root / LIB_NAME
     env.Append(CPPPATH=[str(lib / "include"), str(PACKAGE_DIR.parent / "library" / "include")],

@@ -1,0 +1,305 @@
+"""The serial monitor: result-line parsing, verdicts against the plan, CSV/JSON export, the
+PlatformIO monitor filter (with and without msf_pio importable) and `msf-pio monitor`."""
+import argparse
+import io
+import json
+import sys
+
+import pytest
+import serial
+
+from msf_pio.errors import MsfError
+from msf_pio.pio import monitor
+from msf_pio.pio.monitor_cli import add_monitor_command
+
+LINE = ("MSF model=mbv2-w0.35 plan=p1:1.3 board=qemu_f767zi clock=systick cycles=79872000 "
+        "us=1996800 arena=7788 arena_pred=7788 stack=412 ram=8200 ram_pred=7788 macs=5868888 "
+        "crc=0x1234ABCD crc_ref=0x1234abcd status=ok")
+RECORD = {"model": "mbv2-w0.35", "plan": "p1:1.3", "board": "qemu_f767zi", "clock": "systick",
+          "cycles": 79872000, "us": 1996800, "arena": 7788, "arena_pred": 7788, "stack": 412,
+          "ram": 8200, "ram_pred": 7788, "macs": 5868888, "crc": "0x1234abcd",
+          "crc_ref": "0x1234abcd", "status": "ok"}
+PLAN = {"model": "mbv2-w0.35", "macs": 5868888, "reference_crc32": "0x1234ABCD"}
+OK_VERDICT = "  -> RAM 7788/7788 B ok (+412 B stack), 1996.8 ms, crc ok"
+
+
+def line(**changes):
+    """LINE with some fields' values replaced."""
+    fields = dict(t.split("=", 1) for t in LINE.split()[1:])
+    return "MSF " + " ".join(f"{k}={changes.get(k, v)}" for k, v in fields.items())
+
+
+LOG = "\n".join(["boot: rst:0x1", "MSF hello cycles=10 stack=3 status=ok", LINE,
+                 line(arena=7790, status="mismatch"), "MSF exit=0"]) + "\n"
+
+
+# --- parsing ---------------------------------------------------------------------------------
+
+def test_parse_good_line_typed():
+    assert monitor.parse_line(LINE) == RECORD
+    assert monitor.parse_line("\x00\xffnoise" + LINE + "\r") == RECORD
+    assert monitor.parse_line(line(clock="mcycle", status="fail"))["status"] == "fail"
+
+
+@pytest.mark.parametrize("text", ["", "boot", "MSF exit=0", "MSF hello cycles=1 status=ok",
+                                  "MSF model="])
+def test_noise_is_not_a_result(text):
+    assert monitor.parse_line(text) is None
+
+
+def test_every_truncation_is_rejected():
+    assert all(monitor.parse_line(LINE[:n]) is None for n in range(len(LINE)))
+
+
+@pytest.mark.parametrize("bad", [line(cycles="-5"), line(us="1.5"), line(arena=""),
+                                 line(crc="0x1234abc"), line(crc_ref="0x1234abcg"),
+                                 line(crc="1234abcdef"), line(clock="rdtsc"), line(status="OK"),
+                                 line(model=""), LINE + " extra=1", LINE.replace(" us=", " us:"),
+                                 LINE.replace("arena=7788 arena_pred=7788",
+                                              "arena_pred=7788 arena=7788")])
+def test_bad_values_are_rejected(bad):
+    assert monitor.parse_line(bad) is None
+
+
+def test_parse_lines_keeps_results_in_order():
+    records = monitor.parse_lines(LOG.splitlines())
+    assert [r["arena"] for r in records] == [7788, 7790]
+
+
+# --- verdicts --------------------------------------------------------------------------------
+
+def test_ok_verdict():
+    assert monitor.problems(RECORD) == [] and monitor.problems(RECORD, PLAN) == []
+    assert monitor.verdict_line(RECORD, PLAN) == OK_VERDICT
+
+
+def test_arena_mismatch():
+    rec = dict(RECORD, arena=7800)
+    assert monitor.problems(rec) == ["arena 7800 B != predicted 7788 B"]
+    assert "RAM 7800/7788 B MISMATCH" in monitor.verdict_line(rec)
+
+
+def test_crc_mismatch_against_firmware_reference():
+    rec = dict(RECORD, crc="0xdeadbeef", status="mismatch")
+    assert monitor.problems(rec) == ["board status=mismatch",
+                                     "crc 0xdeadbeef != firmware reference 0x1234abcd"]
+    assert monitor.verdict_line(rec).endswith("crc MISMATCH, board status=mismatch")
+
+
+def test_crc_and_macs_mismatch_against_plan_json():
+    plan = dict(PLAN, reference_crc32="0x00000001", macs=5868889)
+    assert monitor.problems(RECORD) == []
+    assert monitor.problems(RECORD, plan) == ["crc 0x1234abcd != plan.json reference 0x00000001",
+                                              "macs 5868888 != plan.json macs 5868889"]
+    assert monitor.verdict_line(RECORD, plan).endswith("crc MISMATCH, macs MISMATCH")
+
+
+def test_load_plan(tmp_path):
+    path = tmp_path / "plan.json"
+    path.write_text(json.dumps(PLAN))
+    assert monitor.load_plan(path) == PLAN
+    for text in ("{", "[]", json.dumps({"reference_crc32": "1234"})):
+        path.write_text(text)
+        with pytest.raises(MsfError, match="plan.json"):
+            monitor.load_plan(path)
+
+
+def test_report_table():
+    records = monitor.parse_lines(LOG.splitlines())
+    report = monitor.render_report(records, PLAN)
+    assert "1996.8" in report and "79872000 systick" in report and "0.073" in report
+    assert "arena 7790 B != predicted 7788 B" in report
+    assert report.endswith("2 result(s): 1 not ok")
+    assert monitor.render_report([]) == "no MSF result lines"
+
+
+# --- export ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["csv", "json"])
+def test_export_round_trip(tmp_path, fmt):
+    records = monitor.parse_lines(LOG.splitlines())
+    path = tmp_path / f"results.{fmt}"
+    getattr(monitor, f"write_{fmt}")(records, path, PLAN)
+    back = getattr(monitor, f"read_{fmt}")(path)
+    assert [{k: r[k] for k in monitor.FIELDS} for r in back] == records
+    assert [r["verdict"] for r in back] == ["ok", "board status=mismatch; "
+                                            "arena 7790 B != predicted 7788 B"]
+
+
+# --- PlatformIO monitor filter ---------------------------------------------------------------
+
+@pytest.fixture(params=["msf_pio", "standalone"])
+def msf_filter(request, monkeypatch, tmp_path):
+    """A maker of fresh filters of the class PlatformIO loads from a project's monitor/, in a
+    project whose build left a plan.json; 'standalone' hides msf_pio as PlatformIO's Python."""
+    from platformio.device.monitor.filters.base import load_monitor_filter
+    from serial.tools import miniterm
+    if request.param == "standalone":
+        monkeypatch.setitem(sys.modules, "msf_pio.pio.monitor", None)
+    (tmp_path / "platformio.ini").write_text("[env:qemu_f767zi]\nboard = qemu_f767zi\n")
+    plan = tmp_path / ".pio" / "build" / "qemu_f767zi" / "msf_generated" / "plan.json"
+    plan.parent.mkdir(parents=True)
+    plan.write_text(json.dumps(dict(PLAN, macs=1)))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(miniterm, "TRANSFORMATIONS", dict(miniterm.TRANSFORMATIONS))
+    assert monitor.install_filter(tmp_path)
+    options = {"project_dir": str(tmp_path), "environment": "qemu_f767zi"}
+    load_monitor_filter(str(tmp_path / "monitor" / "filter_msf.py"), options)
+    loaded = miniterm.TRANSFORMATIONS["msf"]
+    return lambda: type(loaded)(options)
+
+
+def test_filter_appends_verdicts_whatever_the_chunking(msf_filter):
+    text = LOG.replace("\n", "\r\n") + LINE[:40]
+    verdicts = [OK_VERDICT + ", macs MISMATCH",
+                "  -> RAM 7790/7788 B MISMATCH (+412 B stack), 1996.8 ms, crc ok, "
+                "macs MISMATCH, board status=mismatch"]
+    lines = text.split("\r\n")
+    expected = "\r\n".join(lines[:3] + verdicts[:1] + lines[3:4] + verdicts[1:] + lines[4:])
+    for cut in range(0, len(text), 7):
+        for cut2 in (cut + 1, cut + 250):
+            chunks = [text[:cut], text[cut:cut2], text[cut2:]]
+            rx = msf_filter()().rx  # miniterm calls the registered instance for its filter
+            assert "".join(rx(c) for c in chunks) == expected
+    assert msf_filter().NAME == "msf" and msf_filter().tx("x\r\n") == "x\r\n"
+
+
+def test_standalone_filter_agrees_with_monitor(monkeypatch, tmp_path):
+    from platformio.compat import load_python_module
+    monkeypatch.setitem(sys.modules, "msf_pio.pio.monitor", None)
+    module = load_python_module("filter_msf_standalone", str(monitor.FILTER_SOURCE))
+    assert module.parse_line is not monitor.parse_line
+    samples = [LINE, line(arena=1), line(crc="0xFFFFFFFF", status="fail"), line(stack=0),
+               line(clock="ccount", us=5), LINE[:-1], line(cycles="x"), line(crc="0x1"), "boot"]
+    for text in samples:
+        assert module.parse_line(text) == monitor.parse_line(text), text
+        rec = monitor.parse_line(text)
+        for plan in (None, PLAN, dict(PLAN, macs=0), {"reference_crc32": "0x00000000"}):
+            if rec is not None:
+                assert module.verdict_line(rec, plan) == monitor.verdict_line(rec, plan)
+
+
+def test_install_filter_never_overwrites_a_users_file(tmp_path):
+    dest = tmp_path / "monitor" / "filter_msf.py"
+    assert monitor.install_filter(tmp_path)
+    assert dest.read_bytes() == monitor.FILTER_SOURCE.read_bytes()
+    dest.write_text(f'"""{monitor.FILTER_MARKER}, older version"""\n')
+    assert monitor.install_filter(tmp_path)
+    assert dest.read_bytes() == monitor.FILTER_SOURCE.read_bytes()
+    dest.write_text("# my own filter\n")
+    assert monitor.install_filter(tmp_path) is False
+    assert dest.read_text() == "# my own filter\n"
+
+
+# --- msf-pio monitor -------------------------------------------------------------------------
+
+def run_cli(capsys, *argv):
+    """`msf-pio monitor ARGV` as cli.main runs it: exit status, stdout, stderr."""
+    parser = argparse.ArgumentParser(prog="msf-pio")
+    add_monitor_command(parser.add_subparsers(dest="command", required=True))
+    args = parser.parse_args(["monitor", *argv])
+    try:
+        code = args.func(args)
+    except MsfError as exc:
+        print(f"msf-pio: error: {exc}", file=sys.stderr)
+        code = 2
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture
+def logs(tmp_path):
+    good = tmp_path / "good.log"
+    good.write_text("boot\n" + LINE + "\r\n" + line(us=5000) + "\nMSF exit=0\n" + LINE[:30])
+    bad = tmp_path / "bad.log"
+    bad.write_text(LOG)
+    return good, bad
+
+
+def test_cli_log_file(capsys, logs, tmp_path):
+    good, bad = logs
+    code, out, err = run_cli(capsys, "--log", str(good), "--csv", str(tmp_path / "r.csv"),
+                             "--json", str(tmp_path / "r.json"))
+    assert code == 0 and err == ""
+    assert out.count(OK_VERDICT) == 1 and "boot\n" in out and out.endswith("all ok\n")
+    assert len(monitor.read_csv(tmp_path / "r.csv")) == 2
+    assert monitor.read_json(tmp_path / "r.json")[1]["us"] == 5000
+    code, out, _ = run_cli(capsys, "--log", str(bad), "--quiet")
+    assert code == 1 and "boot" not in out and out.endswith("2 result(s): 1 not ok\n")
+
+
+def test_cli_plan_and_count(capsys, logs, tmp_path):
+    good, _ = logs
+    plan = tmp_path / "plan.json"
+    plan.write_text(json.dumps(dict(PLAN, reference_crc32="0x00000000")))
+    code, out, _ = run_cli(capsys, "-q", "--log", str(good), "--plan", str(plan))
+    assert code == 1 and "!= plan.json reference 0x00000000" in out
+    plan.write_text(json.dumps(PLAN))
+    assert run_cli(capsys, "-q", "--log", str(good), "--plan", str(plan))[0] == 0
+    assert run_cli(capsys, "-q", "--log", str(good), "--count", "1")[0] == 0
+    code, _, err = run_cli(capsys, "-q", "--log", str(good), "--count", "3")
+    assert code == 1 and "input ended after 2 of 3 results" in err
+
+
+def test_cli_stdin(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(LINE.encode() + b"\n")))
+    assert run_cli(capsys, "-q", "--log", "-")[0] == 0
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"boot\nMSF exit=0\n")))
+    code, out, _ = run_cli(capsys, "-q", "--log", "-")
+    assert code == 1 and "no MSF result lines" in out
+
+
+OPEN_URL = serial.serial_for_url
+PRINTER = "import sys,time; print('boot'); print(sys.argv[1], flush=True); "
+
+
+def test_cli_run_command(capsys):
+    code, out, _ = run_cli(capsys, "--run", "--", sys.executable, "-c", PRINTER + "print('end')",
+                           LINE)
+    assert code == 0 and OK_VERDICT in out and "end\n" in out
+    code, _, err = run_cli(capsys, "--run", "--", sys.executable, "-c", PRINTER + "sys.exit(3)",
+                           LINE)
+    assert code == 1 and "command exited with status 3" in err
+
+
+def test_cli_run_stops_at_count_or_timeout(capsys):
+    slow = [sys.executable, "-c", PRINTER + "time.sleep(30)", LINE]
+    assert run_cli(capsys, "-q", "--count", "1", "--run", "--", *slow)[0] == 0
+    code, out, err = run_cli(capsys, "-q", "--timeout", "0.5", "--run", "--", *slow)
+    assert code == 1 and "1 result(s): all ok" in out and "timeout after 0.5 s" in err
+
+
+def loop_port(monkeypatch, data: bytes):
+    """Make the CLI's port a pyserial loop:// port that already holds ``data``."""
+    port = OPEN_URL("loop://", timeout=0.1)
+    port.write(data)
+    monkeypatch.setattr(serial, "serial_for_url", lambda url, **kw: port)
+
+
+def test_cli_serial_port(capsys, monkeypatch):
+    loop_port(monkeypatch, b"\x00boot\r\n" + (LINE + "\r\n").encode() * 2)
+    code, out, _ = run_cli(capsys, "--port", "loop://", "--count", "2")
+    assert code == 0 and out.count(OK_VERDICT) == 2
+    loop_port(monkeypatch, (line(crc="0x00000000") + "\r\n").encode())
+    code, out, err = run_cli(capsys, "-q", "--port", "loop://", "--timeout", "0.3")
+    assert code == 1 and "firmware reference" in out and err == ""
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--log", "/nonexistent/x.log"], "cannot read log"),
+    (["--run"], "--run needs a command"),
+    (["--log", "x", "--", "echo"], "a command needs --run"),
+    (["--log", "x", "--count", "0"], "--count: must be positive"),
+    (["--run", "--", "/nonexistent/cmd"], "cannot run command"),
+    (["--port", "/nonexistent/tty"], "cannot open serial port"),
+    (["--log", "x", "--plan", "/nonexistent/plan.json"], "cannot read plan JSON"),
+])
+def test_cli_errors_are_one_line(capsys, argv, message):
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2 and message in err and err.count("\n") == 1 and out == ""
+
+
+def test_cli_needs_one_source(capsys):
+    with pytest.raises(SystemExit) as exc:
+        run_cli(capsys, "--log", "x", "--port", "y")
+    assert exc.value.code == 2
