@@ -14,6 +14,7 @@ from .errors import MsfError
 from .fusion import solvers
 from .fusion.graph import build_graph
 from .fusion.plan import Plan
+from .fusion.planner import feasible_plan
 from .model import load_model
 from .model.ir import Model
 from .model.weights import calibration_inputs, materialize
@@ -41,12 +42,7 @@ def plan_for(model: Model, objective: str, max_overhead: float = math.inf,
     if cost_model != "exact":
         raise MsfError("generated code follows the exact cost model (the paper model is for "
                        "comparison only)", where="cost_model")
-    plan = solvers.solve(build_graph(model, "exact"), objective, max_overhead, ram_limit)
-    if not plan.feasible:
-        from .fusion.planner import nearest_feasible
-        hint = nearest_feasible(build_graph(model, "exact"), plan)
-        raise MsfError(f"infeasible budget: {plan.reason}; nearest feasible: {hint['message']}")
-    return plan
+    return feasible_plan(build_graph(model, "exact"), objective, max_overhead, ram_limit)
 
 
 def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:

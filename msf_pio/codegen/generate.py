@@ -206,7 +206,7 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
     if not model.stream_output:
         return ["int msf_model_run(const int8_t *input, int8_t *output)", "{",
                 "    const msf_sink_t sink = {0, 0};", *steps, "    return 0;", "}", ""]
-    w, c = model.output_shape[1], model.output_shape[2]
+    w = model.output_shape[1]
     return [
         "int msf_model_run_stream(const int8_t *input,",
         "                         void (*fn)(int32_t row, int32_t col, const int8_t *pixel,",

@@ -2,12 +2,11 @@
 from __future__ import annotations
 
 from ..errors import MsfError
-from ..model.ir import Model
 
 NAMES = ("exact", "paper")
 
 
-def get(name: str, model: Model | None = None):
+def get(name: str):
     if name == "paper":
         from . import paper_cost
         return paper_cost

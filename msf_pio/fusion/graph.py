@@ -45,5 +45,5 @@ class FusionGraph:
 def build_graph(model: Model, cost_model: str = "exact") -> FusionGraph:
     """Weigh every edge of `model` with `cost_model` ('paper' or 'exact')."""
     from . import cost_models
-    module = cost_models.get(cost_model, model)
+    module = cost_models.get(cost_model)
     return FusionGraph(model, cost_model, module.edges(model), module.unfused_macs(model))

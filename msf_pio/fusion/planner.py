@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..errors import MsfError
 from ..model import load_model
 from ..model.ir import Model
 from . import solvers
@@ -18,6 +19,17 @@ def plan_model(model: str | Model, objective: str = "min_ram", max_overhead: flo
     graph = build_graph(model, cost_model)
     plan = solvers.solve(graph, objective, max_overhead, ram_limit)
     return plan, (None if plan.feasible else nearest_feasible(graph, plan))
+
+
+def feasible_plan(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
+                  ram_limit: float | None = None, context: str = "") -> Plan:
+    """The plan the options ask for, or an MsfError naming the nearest feasible plan."""
+    plan = solvers.solve(graph, objective, max_overhead, ram_limit)
+    if not plan.feasible:
+        hint = nearest_feasible(graph, plan)
+        raise MsfError(f"infeasible budget{context}: {plan.reason}; nearest feasible: "
+                       f"{hint['message']}", source=f"model {graph.model.name}")
+    return plan
 
 
 def nearest_feasible(graph: FusionGraph, plan: Plan) -> dict:

@@ -125,7 +125,6 @@ def solve(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
         plan = p2_min_macs(graph, math.inf if ram_limit is None else ram_limit)
     else:
         raise ValueError(objective)
-    plan.max_overhead = max_overhead if objective == "min_ram" else plan.max_overhead
     plan.ram_limit = ram_limit
     if plan.feasible and ram_limit is not None and plan.peak_ram > ram_limit:
         plan.mark_infeasible(f"peak RAM {plan.peak_ram} B exceeds the limit {int(ram_limit)} B")

@@ -126,9 +126,8 @@ def generate_library(options: Options, build_dir: Path, board: str, f_cpu: int,
 def _generate(options: Options, root: Path, board: str, f_cpu: int,
               flash_limit: int | None) -> dict:
     from ..codegen.generate import generate
-    from ..fusion import solvers
     from ..fusion.graph import build_graph
-    from ..fusion.planner import nearest_feasible
+    from ..fusion.planner import feasible_plan
     from ..model import load_model
     from ..model.weights import materialize
     from ..reference import run_model
@@ -138,11 +137,8 @@ def _generate(options: Options, root: Path, board: str, f_cpu: int,
     model = materialize(load_model(options.model))
     model = replace(model, stream_output=options.output == "stream")
     graph = build_graph(model, options.cost_model)
-    plan = solvers.solve(graph, options.objective, options.max_overhead, options.ram_limit)
-    if not plan.feasible:
-        hint = nearest_feasible(graph, plan)
-        raise MsfError(f"infeasible budget for {board}: {plan.reason}; nearest feasible: "
-                       f"{hint['message']}", source=f"model {model.name}")
+    plan = feasible_plan(graph, options.objective, options.max_overhead, options.ram_limit,
+                         context=f" for {board}")
     if options.cost_model == "paper":      # run the paper's choice, with exact arena sizes
         exact = {(e.first, e.last): e for e in build_graph(model, "exact").edges}
         plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
