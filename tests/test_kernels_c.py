@@ -4,9 +4,11 @@ The runtime is compiled on the host with -Werror (and once more, in a subprocess
 this module, with AddressSanitizer and UBSan) into a shared library driven through ctypes by
 tests/c/kernel_harness.c. Tiles read their input from column rings holding only the rows and
 columns the tile needs, as the fused executor does; the MAC counter must equal the reference's.
-The DSP (Cortex-M4/M7) and RV32 builds are compile-checked with the cross toolchains.
+The DSP (Cortex-M4/M7), RV32 and Xtensa builds are compile-checked with the cross toolchains,
+and so are the emulated boards' board files (library/src/board/qemu_*.c) with each board's flags.
 """
 import ctypes
+import json
 import os
 import re
 import shutil
@@ -19,6 +21,7 @@ import pytest
 
 from msf_pio import numerics as nm
 from msf_pio.model import ir
+from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import layer_macs, run_layer
 
 from .int8_models import POOLS, WEIGHTED, random_input, single_op_model
@@ -301,6 +304,8 @@ CROSS = {
                   "-mfpu=fpv4-sp-d16"],
     "rv32imac": ["riscv64-unknown-elf-gcc", "-march=rv32imac", "-misa-spec=2.2", "-mabi=ilp32",
                  "--specs=picolibc.specs"],        # string.h (memcpy) comes from picolibc
+    # no C library: the msf-qemu platform's string.h (what the runtime includes)
+    "xtensa-lx106": ["xtensa-lx106-elf-gcc", f"-I{Path(PLATFORM_DIR) / 'xtensa' / 'include'}"],
 }
 
 
@@ -321,6 +326,31 @@ def test_cross_compiles_warning_free(target, tmp_path):
                               f"-I{LIBRARY / 'include'}", "-S", "-o", "-", str(conv)],
                              capture_output=True, text=True).stdout
         assert re.search(r"\bsmlad\b", asm), "the DSP path (__smlad) was not compiled in"
+
+
+EMULATED_BOARDS = sorted(p.stem for p in (Path(PLATFORM_DIR) / "boards").glob("*.json"))
+ARCH = {"arm": ["arm-none-eabi-gcc", "--specs=picolibc.specs"],
+        "riscv": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs"],
+        "xtensa": CROSS["xtensa-lx106"]}
+
+
+@pytest.mark.parametrize("board", EMULATED_BOARDS)
+def test_emulated_board_support_compiles_warning_free(board, tmp_path):
+    """The runtime with the msf-qemu board files switched on (-DMSF_QEMU), with the flags and
+    defines of the board's manifest, as the platform compiles them, at -Os and -O2."""
+    build = json.loads((Path(PLATFORM_DIR) / "boards" / f"{board}.json").read_text())["build"]
+    compiler, *flags = ARCH[build["arch"]]
+    if shutil.which(compiler) is None:
+        pytest.skip(f"{compiler} not installed")
+    flags += [*build["cpu_flags"], *build["extra_flags"].split(), "-DMSF_QEMU",
+              f"-DF_CPU={build['f_cpu']}", "-ffreestanding", f"-I{LIBRARY / 'include'}"]
+    board_files = sorted((LIBRARY / "src" / "board").glob("qemu_*.c"))
+    assert board_files
+    for opt in ("-Os", "-O2"):
+        for src in sources():
+            cmd = [compiler, *flags, *WARNINGS, opt, "-c", str(src), "-o", str(tmp_path / "x.o")]
+            result = subprocess.run(cmd, capture_output=True, text=True)
+            assert result.returncode == 0, f"{src.name} {opt}: {result.stderr}"
 
 
 # -- the DSP path, run on emulated Cortex-M4/M7 ---------------------------------------------

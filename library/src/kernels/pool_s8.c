@@ -35,6 +35,17 @@ void msf_pool_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_
     }
 }
 
+/* The mean of a global pool from its sum: the rounded average in the input's quantization
+ * (TFLite AVERAGE_POOL_2D), or, when the layer carries a multiplier, the sum requantized to the
+ * output's (TFLite MEAN: the multiplier folds s_in / s_out and 1 / pixels). */
+static int8_t global_mean(const msf_layer_t *l, int32_t sum, int32_t pixels)
+{
+    const int32_t v = l->mult ? msf_requantize(sum + pixels * l->in_offset, l->mult[0],
+                                               l->shift[0]) + l->out_offset
+                              : rounded_average(sum, pixels);
+    return msf_clamp(v, l->act_min, l->act_max);
+}
+
 void msf_global_avgpool(const msf_layer_t *l, const int8_t *in, int8_t *out)
 {
     const int32_t pixels = (int32_t)l->in_h * l->in_w, c = l->in_c;
@@ -43,7 +54,7 @@ void msf_global_avgpool(const msf_layer_t *l, const int8_t *in, int8_t *out)
         for (int32_t p = 0; p < pixels; p++) {
             sum += in[p * c + ch];
         }
-        out[ch] = msf_clamp(rounded_average(sum, pixels), l->act_min, l->act_max);
+        out[ch] = global_mean(l, sum, pixels);
     }
     MSF_COUNT(pixels * c);
 }
@@ -66,6 +77,6 @@ void msf_gap_finish(const msf_layer_t *l, int8_t *sums, int8_t *out)
     for (int32_t ch = 0; ch < l->in_c; ch++) {   /* out may overlap sums: byte ch <= 4 ch */
         int32_t s;
         memcpy(&s, sums + 4 * ch, 4);
-        out[ch] = msf_clamp(rounded_average(s, pixels), l->act_min, l->act_max);
+        out[ch] = global_mean(l, s, pixels);
     }
 }

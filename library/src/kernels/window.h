@@ -3,6 +3,7 @@
 #ifndef MSF_WINDOW_H
 #define MSF_WINDOW_H
 
+#include "msf/requant.h"
 #include "msf/runtime.h"
 
 typedef struct {
@@ -10,7 +11,7 @@ typedef struct {
     int32_t in_row, in_col;       /* input position of kernel tap (0, 0) */
 } msf_window_t;
 
-static inline msf_window_t msf_window(const msf_layer_t *l, int32_t row, int32_t col)
+MSF_INLINE msf_window_t msf_window(const msf_layer_t *l, int32_t row, int32_t col)
 {
     msf_window_t w;
     w.in_row = row * l->stride - l->pad_top;
@@ -26,7 +27,7 @@ static inline msf_window_t msf_window(const msf_layer_t *l, int32_t row, int32_t
 
 /* Pointers to the first valid tap of each valid kernel column: tap (ky, kx) is at
  * cols[kx] + (ky - y0) * row_stride. */
-static inline void msf_window_columns(const msf_view_t *in, const msf_window_t *w,
+MSF_INLINE void msf_window_columns(const msf_view_t *in, const msf_window_t *w,
                                       const int8_t *cols[MSF_MAX_KERNEL])
 {
     for (int32_t kx = w->x0; kx < w->x1; kx++) {

@@ -1,0 +1,186 @@
+"""Instructions per MAC of the int8 kernels on the emulated boards (issue 11's table), and of
+whole networks under vanilla, p1:1.3 and p1:inf plans.
+
+Each shape is a one-layer YAML model run through PlatformIO (`pio run -e <board> -t upload`)
+under the vanilla plan, in the demo project with benchmarks/firmware/main.c as its firmware (it
+times msf_model_run alone; the demo's timed region also CRCs the output); QEMU counts
+instructions (-icount), so the result line's `cycles=` is the instructions msf_model_run executed. instr/MAC = cycles / the layer's nominal MACs (every kernel
+tap, padding included, as CMSIS-NN's figures count). The CMSIS-NN column is the issue's figure
+(Cortex-M7, -Ofast, same QEMU counting). Networks: instructions / executed MACs, and the fused
+plans' instruction ratio to vanilla beside their predicted F (the MAC ratio).
+
+Run: python benchmarks/kernel_instructions.py [--boards qemu_f767zi,...] [--shapes-only]
+     [--networks-only] [--models a,b]                 (~1 min per board for the shapes)
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import yaml
+
+from msf_pio.fusion import latency
+from msf_pio.fusion.planner import plan_model
+from msf_pio.pio import bootstrap
+from msf_pio.pio.project import make_project, pio, result_lines
+
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_esp32c3")
+# name -> (input HWC, layer, CMSIS-NN instr/MAC on the Cortex-M7 model from issue 11)
+SHAPES = {
+    "conv 3x3 s2, 3->16, 80x80": ([80, 80, 3], {"op": "conv2d", "out": 16, "kernel": 3,
+                                                "stride": 2, "act": "relu6"}, 4.65),
+    "pointwise 16->48, 40x40": ([40, 40, 16], {"op": "pointwise", "out": 48, "act": "relu6"},
+                                3.91),
+    "depthwise 3x3 s1, 48 ch, 40x40": ([40, 40, 48], {"op": "depthwise_conv2d", "kernel": 3,
+                                                      "act": "relu6"}, 8.68),
+    "depthwise 7x7 s2, 48 ch, 40x40": ([40, 40, 48], {"op": "depthwise_conv2d", "kernel": 7,
+                                                      "stride": 2, "act": "relu6"}, 8.58),
+    "pointwise 48->16, 20x20": ([20, 20, 48], {"op": "pointwise", "out": 16}, 2.24),
+    "dense 1280->1000": ([1, 1, 1280], {"op": "dense", "out": 1000}, 1.91),
+}
+NETWORKS = ("mbv2-w0.35-paper", "mcunet-vww-5fps", "mbv2-w0.35-r144")
+PLANS = (("vanilla", {"objective": "vanilla"}), ("p1:1.3", {"max_overhead": "1.3"}),
+         ("p1:inf", {}))
+FIRMWARE = Path(__file__).resolve().parent / "firmware" / "main.c"   # times msf_model_run only
+FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def nominal_macs(shape, layer) -> int:
+    h, w, c = shape
+    if layer["op"] == "dense":
+        return h * w * c * layer["out"]
+    k, s = layer.get("kernel", 1), layer.get("stride", 1)
+    oh, ow = -(-h // s), -(-w // s)                      # padding "same"
+    if layer["op"] == "depthwise_conv2d":
+        return oh * ow * c * k * k
+    return oh * ow * layer["out"] * k * k * c
+
+
+def run(core, project: Path, board: str):
+    """The result line's fields, or None and an error line."""
+    code, out = pio(core, project, "run", "-e", board, "-t", "upload")
+    lines = result_lines(out)
+    if code or not lines:
+        error = [l for l in out.splitlines() if "error" in l.lower()]
+        return None, (error[0] if error else out[-300:]).strip()
+    fields = dict(FIELD.findall(lines[0]))
+    if fields.get("status") != "ok" or fields.get("crc") != fields.get("crc_ref"):
+        return None, lines[0]
+    return fields, None
+
+
+def project_for(tmp: Path, tag: str, board: str, **options) -> Path:
+    project = make_project(tmp / f"{tag}-{board}", ram_limit="inf", output="buffer", **options)
+    (project / "src" / "main.c").write_text(FIRMWARE.read_text())
+    ini = project / "platformio.ini"
+    # the dense layer's 1.28 MB of weights do not fit the 1 MB flash of the F412 stand-in;
+    # the emulated memory does, so the benchmark lifts the flash limit (RAM stays the part's)
+    ini.write_text(ini.read_text() + "\n[env]\nboard_upload.maximum_size = 4194304\n")
+    return project
+
+
+def shapes_table(core, tmp: Path, boards, jobs: int) -> None:
+    models = {}
+    for i, (name, (shape, layer, _)) in enumerate(SHAPES.items()):
+        path = tmp / f"shape{i}.yaml"
+        path.write_text(yaml.safe_dump({"name": f"shape{i}", "input": {"shape": shape},
+                                        "weights": {"random": 1}, "layers": [layer]}))
+        models[name] = path
+
+    def one(job):
+        name, board = job
+        project = project_for(tmp, f"shape{list(SHAPES).index(name)}", board,
+                              model=str(models[name]), objective="vanilla")
+        return job, run(core, project, board)
+
+    jobs_list = [(n, b) for n in SHAPES for b in boards]
+    with ThreadPoolExecutor(jobs) as pool:
+        results = dict(pool.map(one, jobs_list))
+    head = " | ".join(f"{b} instr/MAC" for b in boards)
+    print(f"| layer | nominal MACs | {head} | CMSIS-NN M7 | M7 / CMSIS-NN |")
+    print("|---|---:|" + "---:|" * len(boards) + "---:|---:|")
+    for name, (shape, layer, cmsis) in SHAPES.items():
+        macs = nominal_macs(shape, layer)
+        cells, m7 = [], None
+        for board in boards:
+            r, error = results[(name, board)]
+            if r is None:
+                cells.append(f"error: {error[:60]}")
+                continue
+            ipm = int(r["cycles"]) / macs
+            cells.append(f"{ipm:.2f}")
+            m7 = ipm if board == "qemu_f767zi" else m7
+        ratio = f"{m7 / cmsis:.2f}x" if m7 else "-"
+        print(f"| {name} | {macs:,} | {' | '.join(cells)} | {cmsis} | {ratio} |", flush=True)
+
+
+def predicted(name: str, label: str, board: str) -> int | None:
+    """The latency cost model's instructions for the plan the build solves (None: the board
+    has no calibrated profile)."""
+    if board not in latency.boards():
+        return None
+    opts = dict(PLANS)[label]
+    plan, _ = plan_model(name, opts.get("objective", "min_ram"),
+                         float(opts.get("max_overhead", "inf")), board=board)
+    return plan.predicted_instructions
+
+
+def networks_table(core, tmp: Path, boards, models, jobs: int, plans=PLANS) -> None:
+    def one(job):
+        name, board, (label, opts) = job
+        project = project_for(tmp, f"{name}-{label.replace(':', '_')}", board, model=name,
+                              **opts)
+        return (name, board, label), run(core, project, board)
+
+    jobs_list = [(n, b, p) for n in models for b in boards for p in plans]
+    with ThreadPoolExecutor(jobs) as pool:
+        results = dict(pool.map(one, jobs_list))
+    print("\n| model | board | plan | arena B | MACs | instructions | instr/MAC | "
+          "predicted F | measured ratio | ratio / F | predicted instructions | pred / meas |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in models:
+        for board in boards:
+            base = None
+            for label, _ in plans:
+                r, error = results[(name, board, label)]
+                if r is None:
+                    print(f"| {name} | {board} | {label} | error: {error[:80]} |||||||")
+                    continue
+                cycles, macs = int(r["cycles"]), int(r["macs"])
+                base = base or (cycles, macs)
+                f, ratio = macs / base[1], cycles / base[0]
+                pred = predicted(name, label, board)
+                pcell = f"{pred:,} | {pred / cycles:.3f}" if pred else "- | -"
+                print(f"| {name} | {board} | {r['plan']} | {r['arena']} | {macs:,} | "
+                      f"{cycles:,} | {cycles / macs:.2f} | {f:.3f} | {ratio:.3f} | "
+                      f"{ratio / f:.3f} | {pcell} |", flush=True)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--models", default=",".join(NETWORKS))
+    ap.add_argument("--shapes-only", action="store_true")
+    ap.add_argument("--networks-only", action="store_true")
+    ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    boards = args.boards.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        core = str(tmp / "core")
+        bootstrap.install_tool_scons(core, log=lambda _m: None)
+        if not args.networks_only:
+            shapes_table(core, tmp, boards, args.jobs)
+        if not args.shapes_only:
+            plans = [p for p in PLANS if p[0] in args.plans.split(",")]
+            networks_table(core, tmp, boards, args.models.split(","), args.jobs, plans)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
