@@ -20,6 +20,9 @@ class Plan:
     reason: str = ""
     layer_names: list[str] = field(default_factory=list, repr=False)
     stream_output: bool = False
+    board: str | None = None                  # latency predicted for this board (if any)
+    predicted_instructions: int | None = None # = cycles under QEMU -icount
+    f_cpu: int = 0
 
     @classmethod
     def from_path(cls, graph, path: list[Edge] | None, objective: str, **opts) -> "Plan":
@@ -53,7 +56,23 @@ class Plan:
             return f"p1:{_num(self.max_overhead)}"
         if self.objective == "min_macs":
             return f"p2:{_num(self.ram_limit)}"
+        if self.objective == "min_latency":
+            return f"lat:{_num(self.ram_limit)}"
         return self.objective
+
+    def predict_latency(self, model, board: str) -> None:
+        """Sets the predicted instructions of msf_model_run on `board` (latency.py)."""
+        from . import latency
+        self.board, self.f_cpu = board, latency.f_cpu(board)
+        if self.feasible:
+            self.predicted_instructions = latency.plan_instructions(
+                model, self.blocks, latency.profile(board))
+
+    @property
+    def predicted_us(self) -> float | None:
+        if self.predicted_instructions is None or not self.f_cpu:
+            return None
+        return self.predicted_instructions * 1e6 / self.f_cpu
 
     def to_json(self) -> dict:
         return {
@@ -70,6 +89,9 @@ class Plan:
             "macs": self.macs if self.feasible else None,
             "unfused_macs": self.unfused_macs,
             "overhead": round(self.overhead, 6) if self.feasible else None,
+            **({"board": self.board, "predicted_cycles": self.predicted_instructions,
+                "predicted_us": None if self.predicted_us is None else round(self.predicted_us)}
+               if self.board else {}),
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
                         "ram_bytes": e.ram, "macs": e.macs,
                         **{k: v for k, v in e.detail.items() if isinstance(v, (int, bool))}}

@@ -13,18 +13,20 @@ from .plan import Plan
 
 
 def plan_model(model: str | Model, objective: str = "min_ram", max_overhead: float = math.inf,
-               ram_limit: float | None = None, cost_model: str = "exact") -> tuple[Plan, dict | None]:
+               ram_limit: float | None = None, cost_model: str = "exact",
+               board: str | None = None) -> tuple[Plan, dict | None]:
     if not isinstance(model, Model):
         model = load_model(model)
     graph = build_graph(model, cost_model)
-    plan = solvers.solve(graph, objective, max_overhead, ram_limit)
+    plan = solvers.solve(graph, objective, max_overhead, ram_limit, board)
     return plan, (None if plan.feasible else nearest_feasible(graph, plan))
 
 
 def feasible_plan(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
-                  ram_limit: float | None = None, context: str = "") -> Plan:
+                  ram_limit: float | None = None, context: str = "",
+                  board: str | None = None) -> Plan:
     """The plan the options ask for, or an MsfError naming the nearest feasible plan."""
-    plan = solvers.solve(graph, objective, max_overhead, ram_limit)
+    plan = solvers.solve(graph, objective, max_overhead, ram_limit, board)
     if not plan.feasible:
         hint = nearest_feasible(graph, plan)
         raise MsfError(f"infeasible budget{context}: {plan.reason}; nearest feasible: "

@@ -26,6 +26,11 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
     fused = sum(1 for e in plan.blocks if e.fused)
     lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
                  f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
+    if plan.predicted_instructions is not None:
+        time = f" = {plan.predicted_us / 1000:.1f} ms at {plan.f_cpu / 1e6:g} MHz" \
+            if plan.predicted_us is not None else ""
+        lines.append(f"predicted latency on {plan.board}: {plan.predicted_instructions} "
+                     f"cycles{time}")
     return "\n".join(lines)
 
 

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from ..errors import MsfError
 from .edge import Edge
 from .graph import FusionGraph
 from .plan import Plan
@@ -17,8 +18,9 @@ from .plan import Plan
 _INF = np.iinfo(np.int64).max // 4
 
 
-def min_mac_path(graph: FusionGraph, ram_limit: float) -> list[Edge] | None:
-    """Min-MAC path with every edge's RAM <= ram_limit; among equal MACs the smaller peak."""
+def min_mac_path(graph: FusionGraph, ram_limit: float, cost=None) -> list[Edge] | None:
+    """Min-MAC path with every edge's RAM <= ram_limit; among equal MACs the smaller peak.
+    `cost` (one number per edge) replaces the MACs: min_latency passes predicted instructions."""
     best: list[tuple[int, int] | None] = [None] * graph.n_nodes
     parent: list[int] = [-1] * graph.n_nodes
     best[0] = (0, 0)
@@ -28,7 +30,7 @@ def min_mac_path(graph: FusionGraph, ram_limit: float) -> list[Edge] | None:
             b = best[e.src]
             if b is None or e.ram > ram_limit:
                 continue
-            cand = (b[0] + e.macs, max(b[1], e.ram))
+            cand = (b[0] + (e.macs if cost is None else cost[k]), max(b[1], e.ram))
             if best[v] is None or cand < best[v]:
                 best[v], parent[v] = cand, k
     if best[-1] is None:
@@ -109,12 +111,23 @@ def pareto(graph: FusionGraph) -> list[Plan]:
     return plans
 
 
-OBJECTIVES = ("vanilla", "heuristic", "min_ram", "min_macs")
+def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
+    """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit."""
+    from . import latency
+    if board is None:
+        raise MsfError("the min_latency objective needs a board (--board)")
+    coefficients = latency.profile(board)
+    cost = [latency.edge_instructions(graph.model, e, coefficients) for e in graph.edges]
+    return _plan(graph, min_mac_path(graph, ram_limit, cost), "min_latency", ram_limit=ram_limit)
+
+
+OBJECTIVES = ("vanilla", "heuristic", "min_ram", "min_macs", "min_latency")
 
 
 def solve(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
-          ram_limit: float | None = None) -> Plan:
-    """Dispatch on the objective names of the CLI and platformio.ini."""
+          ram_limit: float | None = None, board: str | None = None) -> Plan:
+    """Dispatch on the objective names of the CLI and platformio.ini; with a calibrated
+    `board` the plan carries its predicted latency."""
     if objective == "vanilla":
         plan = vanilla(graph)
     elif objective == "heuristic":
@@ -123,9 +136,18 @@ def solve(graph: FusionGraph, objective: str, max_overhead: float = math.inf,
         plan = p1_min_ram(graph, max_overhead)
     elif objective == "min_macs":
         plan = p2_min_macs(graph, math.inf if ram_limit is None else ram_limit)
+    elif objective == "min_latency":
+        plan = min_latency(graph, math.inf if ram_limit is None else ram_limit, board)
     else:
         raise ValueError(objective)
     plan.ram_limit = ram_limit
     if plan.feasible and ram_limit is not None and plan.peak_ram > ram_limit:
         plan.mark_infeasible(f"peak RAM {plan.peak_ram} B exceeds the limit {int(ram_limit)} B")
+    if board is not None and board in latency_boards():
+        plan.predict_latency(graph.model, board)
     return plan
+
+
+def latency_boards() -> list[str]:
+    from . import latency
+    return latency.boards()

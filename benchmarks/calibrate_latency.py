@@ -1,0 +1,148 @@
+"""Calibrates the latency cost model (msf_pio/fusion/latency.py) on the emulated boards.
+
+Runs a set of small one-layer models and fused blocks (small enough for the 16 KB board) through
+PlatformIO on every emulated board under vanilla and fused plans, with benchmarks/firmware/main.c
+timing msf_model_run alone (QEMU -icount: instructions), and fits, per board, the
+instructions-per-count coefficients of latency.FEATURES by non-negative least squares on
+relative errors. Writes msf_pio/fusion/latency_profiles.json and prints the fit's residuals.
+
+Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]     (~5 min)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from kernel_instructions import project_for, run
+from msf_pio.fusion import latency
+from msf_pio.fusion.planner import plan_model
+from msf_pio.model import load_model
+from msf_pio.pio import bootstrap
+
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+IR = {"op": "inverted_residual"}
+# name -> (input HWC, layers); every one runs vanilla, the multi-layer ones p1:inf too
+MODELS = {
+    "pw16-32": ([12, 12, 16], [{"op": "pointwise", "out": 32}]),
+    "pw48-16-odd": ([9, 9, 48], [{"op": "pointwise", "out": 16}]),
+    "pw8-24-odd": ([15, 15, 8], [{"op": "pointwise", "out": 24, "act": "relu6"}]),
+    "conv3-s1": ([11, 11, 8], [{"op": "conv2d", "out": 16, "kernel": 3}]),
+    "conv3-s2": ([24, 24, 3], [{"op": "conv2d", "out": 16, "kernel": 3, "stride": 2}]),
+    "conv3-s1-c32": ([8, 8, 32], [{"op": "conv2d", "out": 8, "kernel": 3}]),
+    "dw3-s1": ([12, 12, 32], [{"op": "depthwise_conv2d", "kernel": 3}]),
+    "dw3-s2": ([16, 16, 32], [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),
+    "dw5-s1": ([10, 10, 24], [{"op": "depthwise_conv2d", "kernel": 5}]),
+    "dw7-s2": ([14, 14, 24], [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
+    "add": ([12, 12, 16], [{"op": "pointwise", "out": 16}, {"op": "add", "from": "input"}]),
+    "maxpool": ([12, 12, 16], [{"op": "max_pool", "kernel": 2}]),
+    "avgpool": ([12, 12, 16], [{"op": "avg_pool", "kernel": 3, "stride": 2, "padding": "same"}]),
+    "gap-dense": ([6, 6, 32], [{"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
+    "dense": ([1, 1, 256], [{"op": "dense", "out": 64}]),
+    "ir-s1": ([12, 12, 8], [{**IR, "out": 8, "expand": 3, "kernel": 3, "stride": 1}]),
+    "ir-s2": ([16, 16, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
+                            {**IR, "out": 16, "expand": 3, "kernel": 5, "stride": 1}]),
+    "ir-head": ([10, 10, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
+                              {"op": "pointwise", "out": 32}, {"op": "global_avgpool"},
+                              {"op": "dense", "out": 10}]),
+}
+PLANS = {"vanilla": {"objective": "vanilla"}, "p1:inf": {}, "p1:1.3": {"max_overhead": "1.3"}}
+
+
+def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
+    """Lawson-Hanson non-negative least squares (numpy only)."""
+    n = a.shape[1]
+    x, passive = np.zeros(n), np.zeros(n, bool)
+    for _ in range(iterations):
+        grad = a.T @ (b - a @ x)
+        if passive.all() or grad[~passive].max(initial=0) <= 1e-10 * np.abs(grad).max():
+            break
+        passive[np.argmax(np.where(passive, -np.inf, grad))] = True
+        while True:
+            z = np.zeros(n)
+            z[passive] = np.linalg.lstsq(a[:, passive], b, rcond=None)[0]
+            if (z[passive] > 0).all():
+                x = z
+                break
+            neg = passive & (z <= 0)
+            alpha = np.min(x[neg] / (x[neg] - z[neg]))
+            x = x + alpha * (z - x)
+            passive &= x > 1e-12
+    return x
+
+
+def counts_of(model, plan) -> dict[str, int]:
+    total: dict[str, int] = {}
+    for e in plan.blocks:
+        for k, v in latency.edge_counts(model, e.first, e.last).items():
+            total[k] = total.get(k, 0) + v
+    return total
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    boards = args.boards.split(",")
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        core = str(tmp / "core")
+        bootstrap.install_tool_scons(core, log=lambda _m: None)
+        jobs = []
+        for name, (shape, layers) in MODELS.items():
+            path = tmp / f"{name}.yaml"
+            path.write_text(yaml.safe_dump({"name": name, "input": {"shape": shape},
+                                            "weights": {"random": 1}, "layers": layers}))
+            model = load_model(str(path))
+            for label, opts in PLANS.items():
+                if label != "vanilla" and model.n_layers == 1:
+                    continue
+                plan, _ = plan_model(model, opts.get("objective", "min_ram"),
+                                     float(opts.get("max_overhead", "inf")))
+                if label != "vanilla" and not any(e.fused for e in plan.blocks):
+                    continue
+                jobs += [(name, label, str(path), opts, counts_of(model, plan), b)
+                         for b in boards]
+
+        def one(job):
+            name, label, path, opts, counts, board = job
+            project = project_for(tmp, f"{name}-{label.replace(':', '_')}", board, model=path,
+                                  **opts)
+            return job, run(core, project, board)
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            results = list(pool.map(one, jobs))
+    out = json.loads(latency.PROFILES.read_text()) if latency.PROFILES.is_file() else {}
+    for board in boards:
+        rows = [(job, int(r["cycles"])) for job, (r, err) in results
+                if job[5] == board and r is not None]
+        failed = [(job[0], job[1], err) for job, (r, err) in results if job[5] == board and r is None]
+        for f in failed:
+            print(f"{board}: {f[0]} {f[1]} failed: {f[2][:100]}")
+        a = np.array([[job[4].get(k, 0) for k in latency.FEATURES] for job, _ in rows], float)
+        y = np.array([c for _, c in rows], float)
+        coef = nnls(a / y[:, None], np.ones_like(y))
+        pred = a @ coef
+        print(f"\n{board}: {len(rows)} runs, worst relative error "
+              f"{np.max(np.abs(pred / y - 1)):.3f}")
+        for (job, measured), p in zip(rows, pred):
+            print(f"  {job[0]:<12} {job[1]:<8} measured {measured:>10} predicted {p:>12.0f} "
+                  f"{p / measured - 1:+.3f}")
+        out[board] = {"coefficients": {k: round(float(v), 4) for k, v in
+                                       zip(latency.FEATURES, coef)},
+                      "runs": len(rows), "worst_relative_error": round(float(
+                          np.max(np.abs(pred / y - 1))), 4)}
+    latency.PROFILES.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
+    print(f"\nwrote {latency.PROFILES}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

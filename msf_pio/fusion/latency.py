@@ -1,0 +1,136 @@
+"""Latency in the cost model: predicted instructions of an edge or a plan on a board.
+
+The runtime's cost is linear in a few counts the exact cost model already knows for every layer
+of an edge (msf_pio/fusion/exact_cost.py, the schedule the C executor follows):
+- MACs, split for dense convolutions into those of paired pixels (the conv kernel computes two
+  output rows per inner loop when a call has two rows) and of lone pixels (a fused block's last
+  layer computes one row per call);
+- output elements (one requantization each);
+- kernel calls (one output column of one tile row: window set-up, the executor's descent), one
+  coefficient for every kernel.
+Per board, a profile holds an instructions-per-count coefficient for each (kernel class, count),
+measured on the emulated boards by benchmarks/calibrate_latency.py (QEMU -icount: instructions,
+so cycles = instructions) and stored in latency_profiles.json beside this file.
+"""
+from __future__ import annotations
+
+import json
+from functools import lru_cache
+from pathlib import Path
+
+from ..errors import MsfError
+from ..model import ir
+from ..model.ir import Model
+from .edge import Edge
+from .exact_cost import _column_sweep as column_sweep
+from .exact_cost import block_schedule, layer_macs
+
+PROFILES = Path(__file__).with_name("latency_profiles.json")
+
+# feature names: <kernel class>.<count>
+FEATURES = (
+    "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs",
+    "conv.macs_pair", "conv.macs_single", "conv.outputs",
+    "depthwise.macs", "depthwise.outputs", "add.outputs", "pool.macs", "pool.outputs",
+    "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
+)
+
+
+def kernel_class(layer) -> str:
+    if layer.op == ir.CONV:
+        return "conv1x1" if layer.kernel == 1 else "conv"
+    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.MAX_POOL: "pool", ir.AVG_POOL: "pool",
+            ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
+
+
+def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int) -> dict:
+    """Counts of a window layer or add computing `cols` columns for calls of the given rows."""
+    cls = kernel_class(layer)
+    rows = sum(rows_per_call)
+    pixels = rows * cols
+    counts = {"calls": calls, f"{cls}.outputs": pixels * layer.cout}
+    if cls in ("conv", "conv1x1"):
+        lone = sum(r % 2 for r in rows_per_call) * cols
+        single = round(macs * lone / pixels) if pixels else 0
+        counts[f"{cls}.macs_pair"] = macs - single
+        counts[f"{cls}.macs_single"] = single
+    elif cls != "add":
+        counts[f"{cls}.macs"] = macs
+    return counts
+
+
+def edge_counts(model: Model, first: int, last: int) -> dict[str, int]:
+    """Feature counts of the edge first..last as the C executor runs it."""
+    layers = model.layers
+    counts: dict[str, int] = {"edge.count": 1}
+
+    def add(c: dict) -> None:
+        for k, v in c.items():
+            counts[k] = counts.get(k, 0) + int(v)
+
+    end = last
+    while end >= first and layers[end].op in ir.HEAD_OPS:
+        end -= 1                                      # end < first: a head layer alone
+    for l in range(end + 1, last + 1):               # global pooling, dense
+        layer = layers[l]
+        cls = kernel_class(layer)
+        add({f"{cls}.macs": layer_macs(layer)})
+        if cls == "dense":
+            add({"dense.outputs": layer.cout})
+    if end < first:
+        return counts
+    stream = model.stream_output and last + 1 == model.n_layers
+    if end == first:                                  # a single spatial layer
+        layer = layers[first]
+        oh, ow = layer.out_shape[:2]
+        tile = oh if not (last > end or stream) else 1    # msf_run_edge's tile_rows
+        add(_spatial_counts(layer, layer_macs(layer), ow * (oh // tile), [tile] * (oh // tile),
+                            ow))
+        return counts
+    sched = block_schedule(model, end, first)
+    _, produced = column_sweep(model, end, first)
+    for l in range(first, end + 1):                   # every tile row, one call per column
+        rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
+        cols = produced[l + 1] + 1
+        add(_spatial_counts(layers[l], sched.layer_macs[l], len(rows) * cols, rows, cols))
+    return counts
+
+
+@lru_cache(maxsize=None)
+def _profiles() -> dict:
+    if not PROFILES.is_file():
+        return {}
+    return json.loads(PROFILES.read_text())
+
+
+def boards() -> list[str]:
+    return sorted(_profiles())
+
+
+def profile(board: str) -> dict[str, float]:
+    profiles = _profiles()
+    if board not in profiles:
+        raise MsfError(f"no latency profile for board {board!r} (calibrated: "
+                       f"{', '.join(boards()) or 'none'}; benchmarks/calibrate_latency.py)")
+    return profiles[board]["coefficients"]
+
+
+def instructions(counts: dict[str, int], coefficients: dict[str, float]) -> float:
+    return sum(coefficients.get(k, 0.0) * v for k, v in counts.items())
+
+
+def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) -> float:
+    return instructions(edge_counts(model, edge.first, edge.last), coefficients)
+
+
+def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:
+    """Predicted instructions (= cycles under QEMU -icount) of msf_model_run for a plan."""
+    return int(round(sum(edge_instructions(model, e, coefficients) for e in blocks)))
+
+
+def f_cpu(board: str) -> int:
+    """Core clock of the part an emulated board stands in for (its manifest's build.f_cpu)."""
+    manifest = Path(__file__).parents[1] / "pio" / "platform" / "boards" / f"{board}.json"
+    if not manifest.is_file():
+        return 0
+    return int(str(json.loads(manifest.read_text())["build"].get("f_cpu", "0")).rstrip("L"))

@@ -1,0 +1,95 @@
+"""The latency cost model (msf_pio/fusion/latency.py): its counts come from the same schedule as
+the MAC prediction, the min_latency objective minimises them under a RAM limit, and solve, the
+plan JSON and the monitor report them. (Its accuracy against the emulated boards is measured by
+benchmarks/kernel_instructions.py, not asserted here.)"""
+import json
+import math
+
+import pytest
+
+from msf_pio.cli import main
+from msf_pio.fusion import latency, solvers
+from msf_pio.fusion.graph import build_graph
+from msf_pio.model import load_model
+from msf_pio.model.zoo import zoo_names
+from msf_pio.pio import monitor
+
+PLANS = {"vanilla": lambda g: solvers.vanilla(g),
+         "p1:1.3": lambda g: solvers.p1_min_ram(g, 1.3),
+         "p1:inf": lambda g: solvers.p1_min_ram(g, math.inf)}
+
+
+def totals(model, plan) -> dict:
+    out: dict = {}
+    for e in plan.blocks:
+        for k, v in latency.edge_counts(model, e.first, e.last).items():
+            out[k] = out.get(k, 0) + v
+    return out
+
+
+@pytest.mark.parametrize("name", zoo_names())
+def test_counted_macs_are_the_plans(name):
+    model = load_model(name)
+    graph = build_graph(model)
+    for label, solve in PLANS.items():
+        plan = solve(graph)
+        counts = totals(model, plan)
+        assert set(counts) <= set(latency.FEATURES), label
+        assert sum(v for k, v in counts.items() if ".macs" in k) == plan.macs, label
+        assert counts["edge.count"] == len(plan.blocks)
+
+
+def test_single_layer_counts():
+    model = load_model("tiny")
+    graph = build_graph(model)
+    layer = model.layers[0]
+    counts = latency.edge_counts(model, 0, 0)
+    oh, ow, oc = layer.out_shape
+    assert counts["calls"] == ow                    # whole columns, one call each
+    assert sum(v for k, v in counts.items() if k.endswith(".outputs")) == oh * ow * oc
+    assert graph.edges                              # (the graph builds with the same model)
+
+
+@pytest.fixture
+def board():
+    if "qemu_f767zi" not in latency.boards():
+        pytest.skip("no calibrated profile (benchmarks/calibrate_latency.py)")
+    return "qemu_f767zi"
+
+
+def test_min_latency_is_the_least_predicted_time_within_the_limit(board):
+    model = load_model("mbv2-w0.35-paper")
+    graph = build_graph(model)
+    limit = 64000
+    fast = solvers.solve(graph, "min_latency", ram_limit=limit, board=board)
+    assert fast.feasible and fast.peak_ram <= limit
+    for other in (solvers.solve(graph, "min_macs", ram_limit=limit, board=board),
+                  solvers.solve(graph, "min_ram", 1.3, board=board)):
+        if other.feasible and other.peak_ram <= limit:
+            assert fast.predicted_instructions <= other.predicted_instructions
+
+
+def test_min_latency_needs_a_board():
+    graph = build_graph(load_model("tiny"))
+    with pytest.raises(Exception, match="board"):
+        solvers.solve(graph, "min_latency", ram_limit=10**6)
+
+
+def test_solve_reports_latency(capsys, board):
+    assert main(["solve", "tiny", "--board", board]) == 0
+    out = capsys.readouterr()[0]
+    assert f"predicted latency on {board}:" in out and " ms at " in out
+    assert main(["solve", "tiny", "--board", board, "--json"]) == 0
+    plan = json.loads(capsys.readouterr()[0])
+    assert plan["board"] == board and plan["predicted_cycles"] > 0 and plan["predicted_us"] > 0
+
+
+def test_monitor_shows_predicted_against_measured():
+    line = ("MSF model=tiny plan=p1:inf board=qemu_f767zi clock=systick hz=216000000 cycles=1100 "
+            "us=5 arena=10 arena_pred=10 stack=100 ram=110 ram_pred=10 macs=5 crc=0x00000001 "
+            "crc_ref=0x00000001 status=ok")
+    record = monitor.parse_line(line)
+    plan = {"board": "qemu_f767zi", "predicted_cycles": 1000, "macs": 5}
+    assert "cycles 1100 vs predicted 1000 (+10.0%)" in monitor.verdict_line(record, plan)
+    assert "cycles pred" in monitor.render_report([record], plan)
+    assert "cycles pred" not in monitor.render_report([record], None)
