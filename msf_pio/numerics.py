@@ -106,7 +106,7 @@ class ChannelRequant:
     out = clamp(MBQM(acc, multiplier[c], shift[c]) + output_offset, act_min, act_max)."""
     input_offset: int
     output_offset: int
-    multiplier: np.ndarray     # int64, one per output channel
+    multiplier: np.ndarray     # int64, one per output channel (per-tensor weights: repeated)
     shift: np.ndarray          # int64, one per output channel
     act_min: int
     act_max: int
@@ -131,13 +131,36 @@ class AddRequant:
 
 
 @dataclass(frozen=True)
+class MeanRequant:
+    """Global average pooling that requantizes (TFLite MEAN over H, W): with n = H*W,
+    out = clamp(MBQM(sum + n * input_offset, multiplier, shift) + output_offset); the
+    multiplier folds 1/n into s_in/s_out (see mean_requant)."""
+    input_offset: int
+    output_offset: int
+    multiplier: np.ndarray     # int64, one value
+    shift: np.ndarray          # int64, one value
+    act_min: int
+    act_max: int
+
+
+def mean_requant(s_in: float, s_out: float, n: int) -> tuple[int, int]:
+    """TFLite MEAN's (multiplier, shift) for the sum of n values: QuantizeMultiplier(s_in/s_out),
+    then the multiplier scaled by 2**k / n (int64, truncated) and the shift lowered by k, with
+    k = floor(log2 n) clamped to 32 and to 31 + shift (so the final shift stays >= -31)."""
+    multiplier, shift = (int(v) for v in quantize_multiplier(f32(s_in) / f32(s_out)))
+    k = min(n.bit_length() - 1, 32, 31 + shift)
+    return (multiplier << k) // n, shift - k
+
+
+@dataclass(frozen=True)
 class PoolRequant:
     """Pools keep the input quantization: only the activation clamp remains."""
     act_min: int
     act_max: int
 
 
-def requantization(model: Model, index: int) -> ChannelRequant | AddRequant | PoolRequant:
+def requantization(model: Model, index: int
+                   ) -> ChannelRequant | AddRequant | MeanRequant | PoolRequant:
     """The integer parameters of layer `index`, derived from the model's scales."""
     layer = model.layers[index]
     q_in, q_out = model.tensor_q(index), model.tensor_q(index + 1)
@@ -148,7 +171,8 @@ def requantization(model: Model, index: int) -> ChannelRequant | AddRequant | Po
         if layer.weights is None:
             raise ValueError(f"layer {index} ({layer.name}): no weights")
         real = f32(q_in.scale) * f32(layer.weights.scales) / f32(q_out.scale)
-        multiplier, shift = quantize_multiplier(real)
+        # one per output channel even for per-tensor weights (dense), so kernels index by channel
+        multiplier, shift = quantize_multiplier(np.broadcast_to(real, (layer.cout,)))
         return ChannelRequant(-q_in.zero_point, q_out.zero_point, multiplier, shift,
                               act_min, act_max)
     if layer.op == ir.ADD:
@@ -161,6 +185,11 @@ def requantization(model: Model, index: int) -> ChannelRequant | AddRequant | Po
         return AddRequant(-q_in.zero_point, -q_skip.zero_point, q_out.zero_point, ADD_LEFT_SHIFT,
                           int(m1), int(sh1), int(m2), int(sh2), int(mo), int(sho),
                           act_min, act_max)
+    if layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
+        h, w, _ = layer.in_shape
+        multiplier, shift = mean_requant(q_in.scale, q_out.scale, h * w)
+        return MeanRequant(-q_in.zero_point, q_out.zero_point, np.array([multiplier], np.int64),
+                           np.array([shift], np.int64), act_min, act_max)
     if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
         if q_out != q_in:
             raise ValueError(f"layer {index} ({layer.name}): a pool keeps its input "

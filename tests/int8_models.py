@@ -105,3 +105,31 @@ POOLS = {
     "gap": ((6, 5, 4), [{"op": "global_avgpool"}]),
     "gap_large": ((16, 16, 3), [{"op": "global_avgpool"}]),
 }
+
+
+def requantizing_head(model: Model, seed: int, ratio: float) -> Model:
+    """`model` with every global average pool requantizing (TFLite MEAN) to a random output
+    quantization `ratio` times finer than its input's (ratio < 1: coarser), and every dense layer
+    per channel (the file's own scales, as a TFLite converter or onnxruntime writes them)."""
+    rng = np.random.default_rng([seed, 7])
+    layers = list(model.layers)
+    for i, layer in enumerate(layers):
+        q_in = layers[i - 1].q_out if i else model.q_input
+        if layer.op == ir.GLOBAL_AVGPOOL:
+            scale = f32(q_in.scale / ratio * rng.uniform(0.8, 1.25))
+            layers[i] = replace(layer, requantize=True,
+                                q_out=QParams(scale, int(rng.integers(-128, 128))))
+        elif layer.op == ir.DENSE:
+            scales = np.float32(rng.uniform(0.002, 0.02, layer.cout)).astype(np.float64)
+            layers[i] = replace(layer, weights=replace(layer.weights, scales=scales))
+    return replace(model, layers=layers)
+
+
+HEADS = {   # requantizing GAP (+ per-channel dense) heads: name -> (shape, spec layers)
+    "gap_1x1": ((1, 1, 5), [{"op": "global_avgpool"}]),
+    "gap_odd": ((7, 5, 6), [{"op": "global_avgpool"}]),
+    "gap_large": ((24, 24, 4), [{"op": "global_avgpool"}]),
+    "gap_dense": ((6, 6, 8), [{"op": "global_avgpool"}, {"op": "dense", "out": 5}]),
+    "conv_gap_dense": ((9, 9, 3), [{"op": "conv2d", "out": 8, "kernel": 3, "act": "relu6"},
+                                   {"op": "global_avgpool"}, {"op": "dense", "out": 4}]),
+}

@@ -1,6 +1,7 @@
 """Generated C against independent oracles: the tflite-micro runtime on the exported .tflite,
 random small CNNs with adversarial quantization under random fusion plans, and the cross
 toolchains with -Werror."""
+import os
 import random
 import shutil
 import subprocess
@@ -17,9 +18,11 @@ from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
 from msf_pio.model.spec import spec_to_model
+from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import run_model
 from msf_pio.verify import quantized_model, seeded_input
-from tests.int8_models import POOLS, WEIGHTED, quantize_random, random_input, single_op_model
+from tests.int8_models import (HEADS, POOLS, WEIGHTED, quantize_random, random_input,
+                                requantizing_head, single_op_model)
 from tests.random_models import small_specs
 from tests.test_reference_tflm import tflm_run
 
@@ -88,6 +91,9 @@ CROSS = {
                   "-mfpu=fpv4-sp-d16"],
     "rv32imac": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs", "-march=rv32imac",
                  "-misa-spec=2.2", "-mabi=ilp32"],
+    # no C library: the msf-qemu platform's string.h (what the runtime header includes)
+    "xtensa-lx106": ["xtensa-lx106-elf-gcc",
+                     f"-I{os.path.join(PLATFORM_DIR, 'xtensa', 'include')}"],
 }
 
 
@@ -103,3 +109,25 @@ def test_generated_code_cross_compiles_warning_free(target, tmp_path):
                str(tmp_path / "msf_model.c"), "-o", str(tmp_path / "m.o")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("ratio", [0.3, 4.0])
+@pytest.mark.parametrize("case", sorted(HEADS))
+def test_requantizing_gap_and_per_channel_dense_c_match_tflm(case, ratio):
+    """A GAP requantizing to its own output scale (TFLite MEAN) and a per-channel dense, in C:
+    whole (unfused) and as the iterative head of a fusion block, against TFLM."""
+    shape, layers = HEADS[case]
+    model = requantizing_head(single_op_model(shape, layers, seed=5), 5, ratio)
+    data = tflite_bytes(model)
+    graph = build_graph(model, "exact")
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
+    build = [HostBuild(generate(model, plan)) for plan in plans]
+    try:
+        for seed in range(3):
+            x = random_input(model, seed)
+            expected = tflm_run(data, x).reshape(-1)
+            for b in build:
+                assert np.array_equal(b.run(x).output, expected)
+    finally:
+        for b in build:
+            b.close()

@@ -65,7 +65,12 @@ def residual_net(tmp_path, bn=True):
 
 
 def _ort(path, x_hwc):
-    out = ort.InferenceSession(str(path)).run(None, {"x": x_hwc.transpose(2, 0, 1)[None]})[0][0]
+    """onnxruntime on the graph as written: its QGemm fusion (ORT_ENABLE_EXTENDED and above)
+    disagrees with its own unfused evaluation on per-channel Gemm weights by tens of LSB."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_BASIC
+    session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    out = session.run(None, {"x": x_hwc.transpose(2, 0, 1)[None]})[0][0]
     return out.transpose(1, 2, 0) if out.ndim == 3 else out.reshape(1, 1, -1)
 
 
@@ -157,9 +162,9 @@ def test_qdq_model_keeps_the_file_quantization(tmp_path, per_channel):
     assert (model.q_input.scale, model.q_input.zero_point) == q["x"]
     for i, layer in enumerate(model.layers):
         qp = (layer.q_out.scale, layer.q_out.zero_point)
-        if layer.op in ("max_pool", "avg_pool", "global_avgpool"):
+        if layer.op in ("max_pool", "avg_pool"):
             assert layer.q_out == model.tensor_q(i)          # TFLite: pools keep their input's
-        else:
+        else:                                                # GAP requantizes (TFLite MEAN)
             assert qp == q[nodes[layer.name].output[0]]
         if layer.op in ("conv2d", "depthwise_conv2d"):
             w_name = nodes[layer.name].input[1].replace("_DequantizeLinear_Output", "")
@@ -170,11 +175,13 @@ def test_qdq_model_keeps_the_file_quantization(tmp_path, per_channel):
                                           np.broadcast_to(inits[w_name + "_scale"], (layer.cout,)))
             np.testing.assert_array_equal(layer.weights.bias,
                                           inits[nodes[layer.name].input[2] + "_quantized"])
-    dense = model.layers[-1]
-    assert dense.weights.scales.shape == (1,)                # per tensor, whatever the file had
-    w_file = inits["wg_quantized"] * inits["wg_scale"].reshape(-1, 1)
-    step = dense.weights.scales[0]
-    assert np.abs(dense.weights.w * step - w_file).max() <= step / 2 + 1e-9
+    assert [l.requantize for l in model.layers] == [l.op == "global_avgpool"
+                                                    for l in model.layers]
+    dense = model.layers[-1]                                 # the file's own weights and scales
+    np.testing.assert_array_equal(dense.weights.w, inits["wg_quantized"].T
+                                  if inits["wg_quantized"].shape[0] != dense.cout
+                                  else inits["wg_quantized"])
+    np.testing.assert_array_equal(dense.weights.scales, inits["wg_scale"].reshape(-1))
 
 
 def test_qdq_model_runs_close_to_onnxruntime(tmp_path):

@@ -16,9 +16,11 @@ from msf_pio.model.zoo import zoo_names
 from msf_pio.numerics import requantization
 from msf_pio.reference import layer_macs, model_macs, run_layer, run_model
 
-from .int8_models import POOLS, WEIGHTED, random_input, single_op_model
+from .int8_models import (HEADS, POOLS, WEIGHTED, random_input, requantizing_head,
+                          single_op_model)
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
+schema = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
 
 SEEDS = (0, 1, 2)
 ACTS = ("none", "relu", "relu6")
@@ -158,3 +160,30 @@ def test_per_channel_dense_matches_tflm(seed):
     layer = replace(layer, weights=replace(layer.weights, scales=scales))
     model = replace(model, layers=[layer])
     assert_matches_tflm(model, random_input(model, seed))
+
+
+# -- global average pooling that requantizes (TFLite MEAN), per-channel dense ------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("ratio", [0.3, 1.0, 4.0])
+@pytest.mark.parametrize("case", sorted(HEADS))
+def test_requantizing_gap_matches_tflm_mean(case, ratio, seed):
+    """The numpy reference of a requantizing GAP is TFLM's MEAN (exported as MEAN), for output
+    scales coarser, equal-ish and finer than the input's, and pixel counts 1 to 576."""
+    shape, layers = HEADS[case]
+    model = requantizing_head(single_op_model(shape, layers, seed), seed, ratio)
+    data = tflite_bytes(model)
+    codes = runtime.convert_bytearray_to_object(data).operatorCodes
+    assert {c.builtinCode for c in codes} >= {schema.BuiltinOperator.MEAN}
+    for s in range(4):
+        assert_matches_tflm(model, random_input(model, 10 * seed + s))
+
+
+def test_mean_with_equal_quantization_is_still_mean():
+    """A requantizing GAP whose output quantization equals its input's is TFLM's MEAN (double
+    rounding), not AVERAGE_POOL_2D's rounded average: the flag, not the scales, decides."""
+    model = single_op_model((2, 2, 64), [{"op": "global_avgpool"}], 0)
+    model = replace(model, layers=[replace(model.layers[0], requantize=True)])
+    x = np.random.default_rng(0).integers(-128, 128, model.input_shape).astype(np.int8)
+    mean = assert_matches_tflm(model, x)
+    average = run_model(replace(model, layers=[replace(model.layers[0], requantize=False)]), x)
+    assert not np.array_equal(mean, average)

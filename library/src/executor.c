@@ -114,14 +114,18 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         }
     }
 
-    for (int32_t y = 0; y < last->out_h; y++) {
+    /* A fused block computes one output row per tile row (rows are recomputed, columns are
+     * cached); a single layer writing a whole tensor is one tile of all its rows, so every
+     * kernel call computes a whole output column and the bookkeeping below runs once. */
+    const int32_t tile_rows = n == 1 && !b->head && !b->stream ? last->out_h : 1;
+    for (int32_t y = 0; y < last->out_h; y += tile_rows) {
         /* rows each tensor provides for this tile row: back-propagate, hull over consumers */
         for (int32_t t = 0; t < n; t++) {
             lo[t] = INT32_MAX;
             hi[t] = -1;
         }
         lo[n] = y;
-        hi[n] = y + 1;
+        hi[n] = y + tile_rows;
         for (int32_t l = n - 1; l >= 0; l--) {
             int32_t a = lo[l + 1], z = hi[l + 1];
             if (L[l].op != MSF_ADD) {

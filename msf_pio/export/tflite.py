@@ -4,7 +4,8 @@ Uses the schema module that the `tflite-micro` wheel ships and the `flatbuffers`
 TFLM reference kernels can check the numpy reference (and hence the generated C) bit-exactly.
 Activations are 4-D NHWC (N = 1); a dense output is 2-D (1, out); RESHAPE bridges the two.
 Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zero point; -128
-before a max pool) followed by a VALID op.
+before a max pool) followed by a VALID op. Global average pooling is AVERAGE_POOL_2D when it keeps
+its input's quantization and MEAN when it requantizes (`Layer.requantize`).
 """
 from __future__ import annotations
 
@@ -177,6 +178,16 @@ class _Graph:
             options.padding, options.strideH, options.strideW = padding, layer.stride, layer.stride
             options.fusedActivationFunction = act
             self.op(code, [x, filt, bias], [self.output(index, layer)], kind, options)
+        elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
+            if layer.act != "none":
+                raise ValueError(f"layer {index} ({layer.name}): TFLite's MEAN has no fused "
+                                 f"activation, got {layer.act}")
+            axes = self.tensor(f"{layer.name}_axes", (2,), fb.TensorType.INT32,
+                               data=np.array([1, 2], "<i4"))
+            options = fb.ReducerOptionsT()
+            options.keepDims = True
+            self.op(fb.BuiltinOperator.MEAN, [self.activation(index, 4), axes],
+                    [self.output(index, layer)], fb.BuiltinOptions.ReducerOptions, options)
         elif layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
             if layer.op == ir.GLOBAL_AVGPOOL:
                 x, padding = self.activation(index, 4), fb.Padding.VALID

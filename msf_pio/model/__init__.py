@@ -1,4 +1,4 @@
-"""Model front ends: YAML spec, ONNX, the zoo; all produce the one IR of `ir.py`."""
+"""Model front ends: YAML spec, ONNX, .tflite, the zoo; all produce the one IR of `ir.py`."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -7,11 +7,14 @@ from ..errors import MsfError
 from .ir import Model
 from .zoo import zoo_names, zoo_path
 
+_SUFFIXES = (".yaml", ".yml", ".onnx", ".tflite")
+
 
 def load_model(ref: str | Path) -> Model:
-    """A zoo name, a YAML spec or an ONNX file -> IR model (weights materialized lazily)."""
+    """A zoo name, a YAML spec, an ONNX or a .tflite file -> IR model (weights of a YAML spec or
+    a float ONNX file are materialized lazily; int8 QDQ ONNX and .tflite come quantized)."""
     ref = str(ref)
-    path = zoo_path(ref) if "/" not in ref and not ref.endswith((".yaml", ".yml", ".onnx")) else None
+    path = zoo_path(ref) if "/" not in ref and not ref.endswith(_SUFFIXES) else None
     if path is None:
         path = Path(ref)
         if not path.exists():
@@ -23,4 +26,8 @@ def load_model(ref: str | Path) -> Model:
     if path.suffix == ".onnx":
         from .onnx_import import load_onnx
         return load_onnx(path)
-    raise MsfError("unknown model format: expected .yaml, .yml or .onnx", source=str(path))
+    if path.suffix == ".tflite":
+        from .tflite_import import load_tflite
+        return load_tflite(path)
+    raise MsfError("unknown model format: expected .yaml, .yml, .onnx or .tflite",
+                   source=str(path))

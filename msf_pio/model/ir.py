@@ -61,6 +61,9 @@ class Layer:
     name: str = ""
     weights: Weights | None = None
     q_out: QParams | None = None                    # quantization of this layer's output tensor
+    # global_avgpool only: True rescales the mean to q_out as TFLite's MEAN does (the file's own
+    # output scale); False keeps the input's quantization as TFLite's AVERAGE_POOL_2D does.
+    requantize: bool = False
 
     @property
     def cin(self) -> int:

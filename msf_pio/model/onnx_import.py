@@ -6,8 +6,9 @@ GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense). A float fi
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
 comes back quantized with the file's own scales and zero points.
 
-Where the QDQ file and TFLite disagree, TFLite wins, so the int8 kernels stay TFLite's: pools
-keep their input's QParams, and per-channel dense weights are requantized per tensor.
+The file's own scales are kept everywhere: a GlobalAveragePool requantizes to its output's
+QParams (TFLite MEAN), dense weights stay per channel; window pools keep their input's QParams,
+as TFLite requires.
 """
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from . import ir
 from .floatnet import WEIGHTED_OPS, FloatWeights
 from .ir import Layer, Model, QParams, Weights, conv_out, same_padding
 from .onnx_qdq import QConst, strip_qdq
-from .quantize import SAME_AS_INPUT, f32, quantize_bias, quantize_weights
+from .quantize import SAME_AS_INPUT, f32, quantize_bias
 
 _ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE)
 _QOPERATOR_HINT = "; export int8 models with quant_format=QuantFormat.QDQ"
@@ -42,7 +43,20 @@ def read_onnx(path: str | Path) -> tuple[Model, list[FloatWeights | None] | None
         proto = onnx.load(path)
     except Exception as exc:    # onnx raises DecodeError, OSError, ValueError ... for bad files
         raise MsfError(f"cannot read ONNX model ({exc})", source=path) from None
-    return _Importer(path, proto).run()
+    importer = None
+    try:
+        importer = _Importer(path, proto)
+        return importer.run()
+    except MsfError:
+        raise
+    except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,
+            OverflowError) as exc:
+        # The handlers check what a valid file can get wrong; a file malformed in a way none
+        # of them names (a mutated protobuf) still fails in one line, at the node being mapped.
+        node = getattr(importer, "_current", None)
+        where = f"node '{node.name}' ({node.op_type})" if node is not None else None
+        raise MsfError(f"malformed model ({type(exc).__name__}: {exc})", source=path,
+                       where=where) from None
 
 
 class _Importer:
@@ -52,13 +66,16 @@ class _Importer:
     def __init__(self, path: str, proto: onnx.ModelProto):
         self.path = path
         self.graph = proto.graph
-        self.consts = {i.name: numpy_helper.to_array(i) for i in self.graph.initializer}
+        self.consts = {i.name: self._decode(i, f"initializer '{i.name}'")
+                       for i in self.graph.initializer}
         for node in self.graph.node:
             if node.op_type == "Constant":
+                if len(node.attribute) != 1 or len(node.output) != 1:
+                    raise self._error(node, "needs one value attribute and one output")
                 value = helper.get_attribute_value(node.attribute[0])
                 is_tensor = isinstance(value, onnx.TensorProto)
-                self.consts[node.output[0]] = (numpy_helper.to_array(value) if is_tensor
-                                               else np.asarray(value))
+                self.consts[node.output[0]] = (self._decode(value, f"node '{node.name}'")
+                                               if is_tensor else np.asarray(value))
         self.view = strip_qdq([n for n in self.graph.node if n.op_type != "Constant"],
                               self.consts, path)
         self.consumers = Counter(self._name(i) for n in self.view.nodes for i in n.input if i)
@@ -71,6 +88,14 @@ class _Importer:
         self.wsrc: list[tuple[QConst, int, Callable] | None] = []   # int8 weight, out axis, to IR
         self.bsrc: list[QConst | None] = []
         self.input_shape: ir.Shape = (0, 0, 0)
+        self._current: NodeProto | None = None       # the node being mapped (for errors)
+
+    def _decode(self, tensor: onnx.TensorProto, where: str) -> np.ndarray:
+        try:
+            return numpy_helper.to_array(tensor)
+        except Exception as exc:    # data that does not fit its declared type and dims
+            raise MsfError(f"cannot decode tensor data ({exc})", source=self.path,
+                           where=where) from None
 
     # -- walk --------------------------------------------------------------------------------
     def run(self) -> tuple[Model, list[FloatWeights | None] | None]:
@@ -81,11 +106,13 @@ class _Importer:
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
                     "MatMul": self._dense}
         for node in self.view.nodes:
+            self._current = node
             if node.op_type not in handlers:
                 qoperator = node.op_type.startswith(("QLinear", "ConvInteger"))
                 hint = _QOPERATOR_HINT if qoperator else ""
                 raise self._error(node, f"unsupported op {node.op_type}{hint}")
             handlers[node.op_type](node)
+        self._current = None
         self._graph_output()
         model = Model(name=Path(self.path).stem, input_shape=self.input_shape, layers=self.layers,
                       source=self.path, weights_spec={"onnx": self.path})
@@ -169,10 +196,18 @@ class _Importer:
         raise self._error(node, f"input '{name}' must be a constant (initializer)")
 
     def _attr(self, node: NodeProto, name: str, default=None):
+        """Attribute `name`, of the default's type (a list of ints when the default is None)."""
         for a in node.attribute:
             if a.name == name:
                 value = helper.get_attribute_value(a)
-                return value.decode() if isinstance(value, bytes) else value
+                value = value.decode(errors="replace") if isinstance(value, bytes) else value
+                kind = list if default is None else type(default)
+                ok = (isinstance(value, kind) or (kind is float and isinstance(value, int))) \
+                    and not (kind is list and not all(isinstance(v, int) for v in value))
+                if not ok:
+                    raise self._error(node, f"attribute {name} must be "
+                                            f"{'a list of ints' if kind is list else kind.__name__}")
+                return value
         return default
 
     def _emit(self, node: NodeProto, layer: Layer, params: FloatWeights | None = None,
@@ -281,8 +316,10 @@ class _Importer:
     def _act(self, node: NodeProto) -> None:
         act = "relu"
         if node.op_type == "Clip":
-            lo = self._const(node, 1) if len(node.input) > 1 else self._attr(node, "min")
-            hi = self._const(node, 2) if len(node.input) > 2 else self._attr(node, "max")
+            lo = (self._const(node, 1) if len(node.input) > 1
+                  else self._attr(node, "min", -np.inf))
+            hi = (self._const(node, 2) if len(node.input) > 2
+                  else self._attr(node, "max", np.inf))
             lo, hi = (None if v is None else float(np.asarray(v).reshape(())) for v in (lo, hi))
             if lo != 0 or hi not in (6.0, None, np.inf):
                 raise self._error(node, f"Clip({lo}, {hi}) is neither ReLU nor ReLU6")
@@ -392,7 +429,9 @@ class _Importer:
             raise MsfError("the graph input has no QuantizeLinear", source=self.path)
         q = [self.qp[0]]
         for i, layer in enumerate(self.layers):
-            if layer.op in SAME_AS_INPUT:
+            if layer.op == ir.GLOBAL_AVGPOOL and i + 1 in self.qp:
+                layer.requantize = True        # to the file's own output scale (TFLite MEAN)
+            elif layer.op in SAME_AS_INPUT:
                 self.qp[i + 1] = q[i]
             if i + 1 not in self.qp:
                 raise MsfError("output has no QuantizeLinear: every activation of a QDQ model "
@@ -412,12 +451,10 @@ class _Importer:
         if qc.q.dtype != np.int8 or np.any(qc.zero_point != 0):
             raise MsfError("weights must be symmetric int8 (zero point 0)", source=self.path,
                            where=f"node '{layer.name}'")
-        if qc.scale.size > 1 and (qc.axis != out_axis or layer.op == ir.DENSE):
-            if layer.op != ir.DENSE:
-                raise MsfError("weights must be quantized per output channel or per tensor",
-                               source=self.path, where=f"node '{layer.name}'")
-            return quantize_weights(layer, self.params[i], s_in)   # TFLM dense is per tensor
-        n = 1 if layer.op == ir.DENSE else layer.cout
+        if qc.scale.size > 1 and qc.axis != out_axis:
+            raise MsfError("weights must be quantized per output channel or per tensor",
+                           source=self.path, where=f"node '{layer.name}'")
+        n = 1 if layer.op == ir.DENSE and qc.scale.size == 1 else layer.cout
         scales = np.broadcast_to(f32(qc.scale.astype(np.float64)), (n,)).copy()
         bq = self.bsrc[i]
         if (bq is not None and bq.q.dtype == np.int32 and not np.any(bq.zero_point)

@@ -66,6 +66,9 @@ def strip_qdq(nodes: list[NodeProto], initializers: dict[str, np.ndarray], sourc
                                source=source, where=where)
             axis = next((helper.get_attribute_value(a) for a in node.attribute
                          if a.name == "axis"), 1)
+            if not isinstance(axis, int):
+                raise MsfError("attribute axis must be an int", source=source, where=where)
+            _check_scales(scale, source, where)
             view.consts[node.output[0]] = QConst(q, scale.ravel(), zp.ravel(),
                                                  axis % max(q.ndim, 1))
             continue
@@ -99,9 +102,16 @@ def _operand(node: NodeProto, i: int, initializers: dict[str, np.ndarray], sourc
 
 
 def _activation_qparams(scale: np.ndarray, zp: np.ndarray, source: str, where: str) -> QParams:
+    _check_scales(scale, source, where)
     if scale.size != 1 or zp.size != 1:
         raise MsfError("activations must be quantized per tensor", source=source, where=where)
     if zp.dtype != np.int8:
         raise MsfError(f"activations must be int8, got {zp.dtype} (quantize with "
                        "activation_type=QuantType.QInt8)", source=source, where=where)
     return QParams(float(scale.reshape(())), int(zp.reshape(())))
+
+
+def _check_scales(scale: np.ndarray, source: str, where: str) -> None:
+    if (not np.issubdtype(scale.dtype, np.floating) or scale.size == 0
+            or not np.all(np.isfinite(scale) & (scale > 0))):
+        raise MsfError("scales must be positive finite floats", source=source, where=where)

@@ -8,7 +8,8 @@ Sources (the spec's `weights:` field):
   (C_out, default 0); quantized post-training.
 - `{onnx: FILE}`: the weights of an ONNX model whose layers match the spec's one by one; a
   float file is quantized post-training, a QDQ file keeps its own quantization.
-Calibration inputs are a float batch (N, H, W, C); unless given, seeded random images.
+Calibration inputs are a float batch (N, H, W, C) (calibration.py reads them from .npy/.npz);
+unless given, seeded random images in an input range, with a one-line warning for real weights.
 """
 from __future__ import annotations
 
@@ -19,23 +20,32 @@ from dataclasses import replace
 import numpy as np
 
 from ..errors import MsfError
+from .calibration import DEFAULT_RANGE, warn_random_calibration
 from .floatnet import WEIGHTED_OPS, FloatWeights, weight_shape
 from . import ir
 from .ir import Model
-from .onnx_import import read_onnx
 from .quantize import quantize
 
 CALIBRATION_IMAGES = 4
 
 
-def materialize(model: Model, calibration: np.ndarray | None = None) -> Model:
-    """A quantized copy of `model` with int8 weights (an already quantized model is copied)."""
+def materialize(model: Model, calibration: np.ndarray | None = None,
+                input_range: tuple[float, float] | None = None) -> Model:
+    """A quantized copy of `model` with int8 weights (an already quantized model is copied).
+
+    `calibration` is a float batch (N, H, W, C) of real inputs; without it seeded random images
+    in `input_range` (default [-1, 1]) stand in, with a warning when the weights are real."""
     if model.quantized and all(l.weights is not None for l in model.layers if l.op in WEIGHTED_OPS):
         return copy.deepcopy(model)
     kind, arg = next(iter(model.weights_spec.items())) if model.weights_spec else ("random", 0)
     seed = arg if kind == "random" else 0
     if calibration is None:
+        lo, hi = input_range or DEFAULT_RANGE
         calibration = calibration_inputs(model.input_shape, seed)
+        if (lo, hi) != DEFAULT_RANGE:
+            calibration = lo + (calibration + 1.0) * ((hi - lo) / 2.0)
+        if kind != "random":
+            warn_random_calibration(model.source or str(arg), (lo, hi))
     calibration = np.asarray(calibration, np.float32)
     if calibration.ndim != 4 or tuple(calibration.shape[1:]) != model.input_shape:
         h, w, c = model.input_shape
@@ -45,11 +55,12 @@ def materialize(model: Model, calibration: np.ndarray | None = None) -> Model:
         return quantize(model, random_weights(model, seed), calibration)
     if kind == "npz":
         return quantize(model, npz_weights(model, arg), calibration)
+    from .onnx_import import read_onnx   # onnx only for {onnx: FILE} weights
     imported, params = read_onnx(arg)
     _check_same_layers(model, imported, arg, compare_act=params is not None)
     if params is not None:
         return quantize(model, params, calibration)
-    layers = [replace(l, weights=o.weights, q_out=o.q_out)
+    layers = [replace(l, weights=o.weights, q_out=o.q_out, requantize=o.requantize)
               for l, o in zip(model.layers, imported.layers)]
     return replace(model, layers=layers, q_input=imported.q_input)
 

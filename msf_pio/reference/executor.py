@@ -52,6 +52,11 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
         total = windows(padded(x, layer, 0), layer).sum(axis=(2, 3))
         count = valid_taps(layer).sum(axis=(2, 3))[..., None]
         out = nm.rounded_average(total, count)
+    elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
+        h, w, _ = x.shape
+        total = x.astype(np.int64).sum(axis=(0, 1)) + h * w * rq.input_offset
+        out = (nm.multiply_by_quantized_multiplier(total, rq.multiplier, rq.shift)
+               + rq.output_offset).reshape(1, 1, -1)
     elif layer.op == ir.GLOBAL_AVGPOOL:
         h, w, _ = x.shape
         out = nm.rounded_average(x.astype(np.int64).sum(axis=(0, 1)), h * w).reshape(1, 1, -1)

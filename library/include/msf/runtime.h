@@ -41,7 +41,8 @@ typedef struct {
     int32_t act_min, act_max;
     const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in) */
     const int32_t *bias;
-    const int32_t *mult;          /* per output channel (dense: one) Q31 multipliers */
+    const int32_t *mult;          /* per output channel Q31 multipliers; a requantizing global
+                                   * avgpool (TFLite MEAN) has one, other pools none */
     const int8_t *shift;          /* matching power-of-two exponents */
     /* add only (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale) */
     int32_t in2_offset, left_shift, in1_mult, in2_mult;

@@ -1,0 +1,164 @@
+"""Hand-built .tflite files, written with the flatbuffers schema directly (not msf-pio's exporter),
+so the importer is tested against files laid out the way other writers lay them out: shuffled
+tensor order, operator codes in the deprecated field only, float edges with QUANTIZE/DEQUANTIZE,
+MEAN instead of AVERAGE_POOL_2D, a RESHAPE with a shape tensor, an explicit PAD."""
+from __future__ import annotations
+
+import flatbuffers
+import numpy as np
+from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+
+OP = fb.BuiltinOperator
+OPT = fb.BuiltinOptions
+TT = fb.TensorType
+
+
+class TfliteBuilder:
+    def __init__(self, seed: int = 0):
+        self.rng = np.random.default_rng(seed)
+        self.tensors: list[fb.TensorT] = []
+        self.buffers: list[fb.BufferT] = [fb.BufferT()]
+        self.codes: list[int] = []
+        self.deprecated_only: set[int] = set()
+        self.operators: list[fb.OperatorT] = []
+
+    def tensor(self, name, shape, dtype=TT.INT8, scale=None, zero_point=None, axis=0,
+               data=None) -> int:
+        t = fb.TensorT()
+        t.name, t.shape, t.type, t.buffer = name, list(shape), dtype, 0
+        if scale is not None:
+            q = fb.QuantizationParametersT()
+            q.scale = [float(s) for s in np.atleast_1d(scale)]
+            zp = np.zeros(len(q.scale), int) if zero_point is None else np.atleast_1d(zero_point)
+            q.zeroPoint = [int(z) for z in zp]
+            q.quantizedDimension = axis
+            t.quantization = q
+        if data is not None:
+            b = fb.BufferT()
+            b.data = np.ascontiguousarray(data).tobytes()
+            self.buffers.append(b)
+            t.buffer = len(self.buffers) - 1
+        self.tensors.append(t)
+        return len(self.tensors) - 1
+
+    def activation(self, name, shape, scale, zero_point) -> int:
+        return self.tensor(name, shape, TT.INT8, np.float32(scale), zero_point)
+
+    def op(self, code, inputs, outputs, options_type=OPT.NONE, options=None) -> None:
+        if code not in self.codes:
+            self.codes.append(code)
+        o = fb.OperatorT()
+        o.opcodeIndex = self.codes.index(code)
+        o.inputs, o.outputs = list(inputs), list(outputs)
+        o.builtinOptionsType, o.builtinOptions = options_type, options
+        self.operators.append(o)
+
+    def finish(self, inputs, outputs, shuffle: bool = True) -> bytes:
+        """The file; tensors are renumbered in a random order when `shuffle`."""
+        n = len(self.tensors)
+        order = self.rng.permutation(n) if shuffle else np.arange(n)   # new index -> old
+        new = {int(old): i for i, old in enumerate(order)}
+        sub = fb.SubGraphT()
+        sub.tensors = [self.tensors[int(old)] for old in order]
+        for o in self.operators:
+            o.inputs = [new[t] if t >= 0 else -1 for t in o.inputs]
+            o.outputs = [new[t] for t in o.outputs]
+        sub.operators = self.operators
+        sub.inputs, sub.outputs = [new[t] for t in inputs], [new[t] for t in outputs]
+        model = fb.ModelT()
+        model.version, model.subgraphs, model.buffers = 3, [sub], self.buffers
+        model.operatorCodes = []
+        for code in self.codes:
+            oc = fb.OperatorCodeT()
+            oc.deprecatedBuiltinCode, oc.version = min(code, 127), 1
+            oc.builtinCode = 0 if code in self.deprecated_only else code   # old writers: 0
+            model.operatorCodes.append(oc)
+        builder = flatbuffers.Builder(1024)
+        builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+        return bytes(builder.Output())
+
+    # -- layers with random int8 parameters -----------------------------------------------------
+    def weights(self, name, shape, axis, per_channel=True):
+        w = self.rng.integers(-127, 128, shape).astype(np.int8)
+        n = shape[axis] if per_channel else 1
+        scales = np.float32(self.rng.uniform(0.002, 0.02, n))
+        return self.tensor(f"{name}/w", shape, TT.INT8, scales, np.zeros(n, int), axis, w), scales
+
+    def bias(self, name, n, std):
+        b = self.rng.integers(-std, std, n).astype("<i4")
+        return self.tensor(f"{name}/b", (n,), TT.INT32, np.ones(n, np.float32), None, 0, b)
+
+    def out_scale(self, s_in, scales, fan_in):
+        """An output scale that keeps a layer's int8 outputs mostly unsaturated."""
+        return np.float32(s_in * float(np.median(scales)) * np.sqrt(fan_in) * 74 * 74 / 50)
+
+
+def conv_options(padding, stride, act, depthwise=False, dilation=1):
+    o = fb.DepthwiseConv2DOptionsT() if depthwise else fb.Conv2DOptionsT()
+    o.padding, o.strideH, o.strideW, o.fusedActivationFunction = padding, stride, stride, act
+    o.dilationHFactor = o.dilationWFactor = dilation
+    if depthwise:
+        o.depthMultiplier = 1
+    return o
+
+
+def pool_options(padding, stride, kh, kw, act=fb.ActivationFunctionType.NONE):
+    o = fb.Pool2DOptionsT()
+    o.padding, o.strideH, o.strideW, o.filterHeight, o.filterWidth = padding, stride, stride, kh, kw
+    o.fusedActivationFunction = act
+    return o
+
+
+def foreign_net(seed: int = 0, shuffle: bool = True) -> bytes:
+    """float input -> QUANTIZE -> PAD -> CONV 3x3/2 VALID (per-tensor filter, RELU6) ->
+    DEPTHWISE 3x3 SAME (RELU) -> CONV 1x1 (no bias) -> ADD(skip first) -> MAX_POOL 2x2 ->
+    MEAN over (2, 1) keep_dims -> RESHAPE [1, 8] -> FULLY_CONNECTED (per channel) -> DEQUANTIZE."""
+    b = TfliteBuilder(seed)
+    b.deprecated_only = {OP.CONV_2D, OP.ADD, OP.QUANTIZE}
+    A = fb.ActivationFunctionType
+    s_x = np.float32(1 / 64)
+    x_f = b.tensor("image", (1, 12, 12, 3), TT.FLOAT32)
+    x = b.activation("image_int8", (1, 12, 12, 3), s_x, -3)
+    b.op(OP.QUANTIZE, [x_f], [x])
+    paddings = b.tensor("paddings", (4, 2), TT.INT32,
+                        data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], "<i4"))
+    xp = b.activation("image_padded", (1, 14, 14, 3), s_x, -3)
+    b.op(OP.PAD, [x, paddings], [xp], OPT.PadOptions, fb.PadOptionsT())
+    w, sw = b.weights("stem", (8, 3, 3, 3), 0, per_channel=False)
+    s1 = b.out_scale(s_x, sw, 27)
+    c1 = b.activation("stem/relu6", (1, 6, 6, 8), s1, -128)
+    b.op(OP.CONV_2D, [xp, w, b.bias("stem", 8, 3000)], [c1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.VALID, 2, A.RELU6))
+    w, sw = b.weights("dw", (1, 3, 3, 8), 3)
+    s2 = b.out_scale(s1, sw, 9)
+    d1 = b.activation("dw/relu", (1, 6, 6, 8), s2, -128)
+    b.op(OP.DEPTHWISE_CONV_2D, [c1, w, b.bias("dw", 8, 2000)], [d1],
+         OPT.DepthwiseConv2DOptions, conv_options(fb.Padding.SAME, 1, A.RELU, depthwise=True))
+    w, sw = b.weights("project", (8, 1, 1, 8), 0)
+    s3 = b.out_scale(s2, sw, 8)
+    p1 = b.activation("project", (1, 6, 6, 8), s3, 7)
+    b.op(OP.CONV_2D, [d1, w, -1], [p1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.VALID, 1, A.NONE))
+    s4 = np.float32(max(s1, s3) * 1.3)
+    a1 = b.activation("add", (1, 6, 6, 8), s4, -20)
+    add = fb.AddOptionsT()
+    b.op(OP.ADD, [c1, p1], [a1], OPT.AddOptions, add)
+    m1 = b.activation("maxpool", (1, 3, 3, 8), s4, -20)
+    b.op(OP.MAX_POOL_2D, [a1], [m1], OPT.Pool2DOptions, pool_options(fb.Padding.VALID, 2, 2, 2))
+    axes = b.tensor("axes", (2,), TT.INT32, data=np.array([2, 1], "<i4"))
+    s5 = np.float32(s4 / 3.7)
+    g = b.activation("mean", (1, 1, 1, 8), s5, 11)
+    reducer = fb.ReducerOptionsT()
+    reducer.keepDims = True
+    b.op(OP.MEAN, [m1, axes], [g], OPT.ReducerOptions, reducer)
+    shape = b.tensor("flat_shape", (2,), TT.INT32, data=np.array([1, 8], "<i4"))
+    flat = b.activation("flat", (1, 8), s5, 11)
+    b.op(OP.RESHAPE, [g, shape], [flat], OPT.ReshapeOptions, fb.ReshapeOptionsT())
+    w, sw = b.weights("fc", (5, 8), 0)
+    logits = b.activation("logits", (1, 5), b.out_scale(s5, sw, 8), 3)
+    fc = fb.FullyConnectedOptionsT()
+    b.op(OP.FULLY_CONNECTED, [flat, w, b.bias("fc", 5, 2000)], [logits],
+         OPT.FullyConnectedOptions, fc)
+    y = b.tensor("scores", (1, 5), TT.FLOAT32)
+    b.op(OP.DEQUANTIZE, [logits], [y])
+    return b.finish([x_f], [y], shuffle)
