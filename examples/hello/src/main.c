@@ -1,17 +1,32 @@
-/* Smallest msf-qemu firmware: proves build, UART, cycle counter, stack probe and exit status. */
-#include <stdio.h>
+/* Smallest msf-pio firmware: proves the build, the console, the cycle counter, the stack probe
+ * and the exit status of a board (msf/board.h, from the msf-pio library). */
+#include <stdint.h>
 
-#include "msf_board.h"
+#include "msf/board.h"
 
 #ifdef PIO_UNIT_TESTING
 int msf_hello_selftest(void);  /* test/test_hello/selftest.c, linked only by `pio test` */
 #endif
 
-static unsigned long fib(unsigned n)  /* some work to count */
+/* `key` then v in decimal, without printf (the Xtensa stand-in has no C library). */
+void msf_hello_put(const char *key, uint64_t v)
 {
-    unsigned long a = 0, b = 1;
+    char text[21];
+    char *p = text + sizeof text;
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v);
+    msf_board_puts(key);
+    msf_board_puts(p);
+}
+
+static uint32_t fib(unsigned n)  /* some work to count */
+{
+    uint32_t a = 0, b = 1;
     while (n--) {
-        unsigned long t = a + b;
+        uint32_t t = a + b;
         a = b;
         b = t;
     }
@@ -20,15 +35,19 @@ static unsigned long fib(unsigned n)  /* some work to count */
 
 int main(void)
 {
+    msf_board_init();
     int failed = 0;
 #ifdef PIO_UNIT_TESTING
     failed = msf_hello_selftest();
 #endif
     uint64_t t0 = msf_board_cycles();
-    volatile unsigned long f = fib(40);
+    volatile uint32_t f = fib(40);
     uint64_t cycles = msf_board_cycles() - t0;
     (void)f;
-    printf("MSF hello cycles=%lu stack=%u status=%s\n", (unsigned long)cycles,
-           (unsigned)msf_board_stack_used(), failed ? "fail" : "ok");
-    return failed;
+    for (;;) {  /* an emulator exits in msf_board_end_of_run; a real board says it again */
+        msf_hello_put("MSF hello cycles=", cycles);
+        msf_hello_put(" stack=", msf_board_stack_used());
+        msf_board_puts(failed ? " status=fail\n" : " status=ok\n");
+        msf_board_end_of_run(failed);
+    }
 }

@@ -1,22 +1,13 @@
-/* msf-pio demo firmware: runs the generated model on the golden input, measures latency,
- * arena and stack, checks the output against the host reference and prints one MSF line. */
+/* msf-pio demo firmware: runs the generated model on the golden input, measures latency, arena
+ * and stack, checks the output against the host reference and prints one MSF result line, again
+ * and again on a real board (for a monitor opened after the upload), once on an emulator.
+ *
+ * Board support comes from the msf-pio library (msf/board.h); printing needs no C library. */
 #include <stdint.h>
-#include <stdio.h>
 
-#ifdef MSF_QEMU
-#include "msf_board.h"   /* the msf-qemu platform's board services */
-#else
-#include "board_real.h"  /* the same services on real boards */
-#endif
+#include "msf/board.h"
 #include "msf_golden.h"
 #include "msf_model.h"
-
-#ifndef MSF_BOARD_NAME
-#define MSF_BOARD_NAME "unknown"
-#endif
-#ifndef MSF_CPU_HZ
-#define MSF_CPU_HZ 0
-#endif
 
 typedef struct {
     uint32_t crc;          /* CRC-32 (zlib) of the output so far, pre-inverted */
@@ -69,53 +60,88 @@ uint32_t msf_demo_measure_arena(void)
 #endif
 }
 
-/* printf-free unsigned 64-bit decimal (small libcs lack %llu). */
-static const char *u64(uint64_t v, char buf[21])
+/* Console output without printf: `key` then a decimal or 0x%08x value. */
+void msf_demo_put_dec(const char *key, uint64_t v)
 {
-    char *p = buf + 20;
-    *p = 0;
+    char text[21];
+    char *p = text + sizeof text;
+    *--p = '\0';
     do {
-        *--p = (char)('0' + v % 10);
-        v /= 10;
+        *--p = (char)('0' + v % 10u);
+        v /= 10u;
     } while (v);
-    return p;
+    msf_board_puts(key);
+    msf_board_puts(p);
+}
+
+void msf_demo_put_hex(const char *key, uint32_t v)
+{
+    char text[11] = "0x";
+    for (int i = 0; i < 8; i++) {
+        text[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 0xFu];
+    }
+    text[10] = '\0';
+    msf_board_puts(key);
+    msf_board_puts(text);
+}
+
+typedef struct {
+    msf_check_t check;
+    uint64_t cycles, us;
+    uint32_t hz, arena, stack;
+    int ok;
+} msf_result_t;
+
+/* The result line of DESIGN.md section 3, with the counter's rate after its name. */
+static void report(const msf_result_t *r)
+{
+    msf_board_puts("MSF model=");
+    msf_board_puts(msf_model_info.name);
+    msf_board_puts(" plan=");
+    msf_board_puts(msf_model_info.plan);
+    msf_board_puts(" board=" MSF_BOARD_NAME " clock=");
+    msf_board_puts(msf_board_cycles_source());
+    msf_demo_put_dec(" hz=", r->hz);
+    msf_demo_put_dec(" cycles=", r->cycles);
+    msf_demo_put_dec(" us=", r->us);
+    msf_demo_put_dec(" arena=", r->arena);
+    msf_demo_put_dec(" arena_pred=", msf_model_info.peak_ram_predicted);
+    msf_demo_put_dec(" stack=", r->stack);
+    msf_demo_put_dec(" ram=", (uint64_t)r->arena + r->stack);
+    msf_demo_put_dec(" ram_pred=", msf_model_info.peak_ram_predicted);
+    msf_demo_put_dec(" macs=", msf_model_info.macs);
+    msf_demo_put_hex(" crc=", r->check.crc);
+    msf_demo_put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
+    msf_board_puts(r->ok ? " status=ok\n" : " status=mismatch\n");
 }
 
 #ifdef PIO_UNIT_TESTING
-int msf_unit_tests(void);          /* test/test_model: bit-exactness and RAM checks */
+int msf_unit_tests(void);          /* test/test_model: run once, then report on every pass */
+void msf_unit_tests_report(void);
 #endif
 
 int main(void)
 {
-    int failed = 0;
+    msf_board_init();
+    msf_result_t r;
     uint64_t t0 = msf_board_cycles();
-    msf_check_t c = msf_demo_run();
-    uint64_t cycles = msf_board_cycles() - t0;
-    uint32_t arena = msf_demo_measure_arena();
-    uint32_t stack = (uint32_t)msf_board_stack_used();
-    uint64_t us = MSF_CPU_HZ ? cycles * 1000000u / (uint64_t)MSF_CPU_HZ : 0;
-    int ok = c.mismatches == 0 && c.offset == MSF_MODEL_OUTPUT_BYTES &&
-             c.crc == MSF_GOLDEN_OUTPUT_CRC32 && arena == msf_model_info.arena_bytes;
-    char b1[21], b2[21], b3[21];
-    printf("MSF model=%s plan=%s board=%s clock=%s cycles=%s us=%s arena=%lu arena_pred=%lu "
-           "stack=%lu ram=%lu ram_pred=%lu macs=%s crc=0x%08lx crc_ref=0x%08lx status=%s\n",
-           msf_model_info.name, msf_model_info.plan, MSF_BOARD_NAME, msf_board_cycles_source(),
-           u64(cycles, b1), u64(us, b2), (unsigned long)arena,
-           (unsigned long)msf_model_info.peak_ram_predicted, (unsigned long)stack,
-           (unsigned long)(arena + stack), (unsigned long)msf_model_info.peak_ram_predicted,
-           u64(msf_model_info.macs, b3), (unsigned long)c.crc,
-           (unsigned long)MSF_GOLDEN_OUTPUT_CRC32, ok ? "ok" : "mismatch");
-    failed |= !ok;
+    r.check = msf_demo_run();
+    r.cycles = msf_board_cycles() - t0;
+    r.arena = msf_demo_measure_arena();
+    r.stack = (uint32_t)msf_board_stack_used();
+    r.hz = msf_board_cpu_hz();
+    r.us = r.hz ? r.cycles * 1000000u / r.hz : 0;
+    r.ok = r.check.mismatches == 0 && r.check.offset == MSF_MODEL_OUTPUT_BYTES &&
+           r.check.crc == MSF_GOLDEN_OUTPUT_CRC32 && r.arena == msf_model_info.arena_bytes;
+    int failed = !r.ok;
 #ifdef PIO_UNIT_TESTING
     failed |= msf_unit_tests();
 #endif
-    return failed;
-}
-
-#ifdef ESP_PLATFORM
-void app_main(void);
-void app_main(void)                /* ESP-IDF's entry point */
-{
-    (void)main();
-}
+    for (;;) {                     /* an emulator exits in msf_board_end_of_run */
+        report(&r);
+#ifdef PIO_UNIT_TESTING
+        msf_unit_tests_report();
 #endif
+        msf_board_end_of_run(failed);
+    }
+}

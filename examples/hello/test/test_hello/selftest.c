@@ -1,10 +1,12 @@
 /* Board-probe self-test, linked into the hello firmware by `pio test` (PIO_UNIT_TESTING). */
-#include <stdio.h>
-#include <string.h>
+#include <stdint.h>
 
-#include "msf_board.h"
+#include "msf/board.h"
 
 #define DEEP_BYTES 1024u
+
+void msf_hello_put(const char *key, uint64_t v);  /* src/main.c */
+int msf_hello_selftest(void);
 
 /* Uses DEEP_BYTES of stack that the compiler cannot elide. */
 static __attribute__((noinline)) unsigned deep(unsigned seed)
@@ -28,11 +30,16 @@ int msf_hello_selftest(void)
     (void)deep(7);
     size_t after = msf_board_stack_used();
     int stack_ok = after > before && after >= DEEP_BYTES && after < msf_board_stack_size();
+    uint32_t hz = msf_board_cpu_hz();
 
-    int ok = cycles_ok && stack_ok;
-    printf("MSF selftest source=%s loop_cycles=%lu stack_before=%u stack_after=%u "
-           "stack_size=%u status=%s\n", msf_board_cycles_source(), (unsigned long)(c1 - c0),
-           (unsigned)before, (unsigned)after, (unsigned)msf_board_stack_size(),
-           ok ? "ok" : "fail");
+    int ok = cycles_ok && stack_ok && hz > 0;
+    msf_board_puts("MSF selftest source=");
+    msf_board_puts(msf_board_cycles_source());
+    msf_hello_put(" hz=", hz);
+    msf_hello_put(" loop_cycles=", c1 - c0);
+    msf_hello_put(" stack_before=", before);
+    msf_hello_put(" stack_after=", after);
+    msf_hello_put(" stack_size=", msf_board_stack_size());
+    msf_board_puts(ok ? " status=ok\n" : " status=fail\n");
     return !ok;
 }

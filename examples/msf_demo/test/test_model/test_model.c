@@ -1,41 +1,56 @@
 /* On-target tests (pio test): output bytes equal the host's golden vector, a second run is
- * identical, and the measured arena equals the prediction and fits the RAM budget. */
+ * identical, and the measured arena equals the prediction and fits the RAM budget. The demo's
+ * main (src/main.c) runs them once and reports them with every result line. */
 #include <stdint.h>
-#include <stdio.h>
 
+#include "msf/board.h"
 #include "msf_golden.h"
 #include "msf_model.h"
 
+/* src/main.c */
 typedef struct {
     uint32_t crc, offset, mismatches;
 } msf_check_t;
 
 msf_check_t msf_demo_run(void);
 uint32_t msf_demo_measure_arena(void);
+void msf_demo_put_dec(const char *key, uint64_t v);
+void msf_demo_put_hex(const char *key, uint32_t v);
 
-static int report(const char *name, int ok, const char *detail)
-{
-    printf("MSF %s %s status=%s\n", name, detail, ok ? "ok" : "fail");
-    return !ok;
-}
+static msf_check_t first, second;
+static uint32_t arena;
+static int bitexact_ok, repeatable_ok, ram_ok;
 
+int msf_unit_tests(void);
 int msf_unit_tests(void)
 {
-    char detail[96];
-    int failed = 0;
-    msf_check_t a = msf_demo_run();
-    snprintf(detail, sizeof detail, "bytes=%lu mismatches=%lu", (unsigned long)a.offset,
-             (unsigned long)a.mismatches);
-    failed |= report("test_bitexact", a.mismatches == 0 && a.offset == MSF_MODEL_OUTPUT_BYTES,
-                     detail);
-    msf_check_t b = msf_demo_run();
-    snprintf(detail, sizeof detail, "crc=0x%08lx", (unsigned long)b.crc);
-    failed |= report("test_repeatable", b.crc == a.crc && b.crc == MSF_GOLDEN_OUTPUT_CRC32,
-                     detail);
-    uint32_t arena = msf_demo_measure_arena();
-    snprintf(detail, sizeof detail, "arena=%lu predicted=%lu limit=%lu", (unsigned long)arena,
-             (unsigned long)msf_model_info.peak_ram_predicted, (unsigned long)MSF_RAM_LIMIT);
-    failed |= report("test_ram", arena == msf_model_info.peak_ram_predicted &&
-                     arena <= MSF_RAM_LIMIT, detail);
-    return failed;
+    first = msf_demo_run();
+    second = msf_demo_run();
+    arena = msf_demo_measure_arena();
+    bitexact_ok = first.mismatches == 0 && first.offset == MSF_MODEL_OUTPUT_BYTES;
+    repeatable_ok = second.crc == first.crc && second.crc == MSF_GOLDEN_OUTPUT_CRC32;
+    ram_ok = arena == msf_model_info.peak_ram_predicted && arena <= MSF_RAM_LIMIT;
+    return !(bitexact_ok && repeatable_ok && ram_ok);
+}
+
+static void status(int ok)
+{
+    msf_board_puts(ok ? " status=ok\n" : " status=fail\n");
+}
+
+void msf_unit_tests_report(void);
+void msf_unit_tests_report(void)
+{
+    msf_board_puts("MSF test_bitexact");
+    msf_demo_put_dec(" bytes=", first.offset);
+    msf_demo_put_dec(" mismatches=", first.mismatches);
+    status(bitexact_ok);
+    msf_board_puts("MSF test_repeatable");
+    msf_demo_put_hex(" crc=", second.crc);
+    status(repeatable_ok);
+    msf_board_puts("MSF test_ram");
+    msf_demo_put_dec(" arena=", arena);
+    msf_demo_put_dec(" predicted=", msf_model_info.peak_ram_predicted);
+    msf_demo_put_dec(" limit=", MSF_RAM_LIMIT);
+    status(ram_ok);
 }

@@ -1,9 +1,11 @@
-"""SCons build script of msf-qemu: Debian cross GCC + picolibc, QEMU as the upload step.
+"""SCons build script of msf-qemu: Debian cross GCC (+ picolibc on Cortex-M and RISC-V; nothing
+on the Xtensa stand-in, whose toolchain has no C library), QEMU as the upload step.
 
 Memory comes from the board manifest only (build.flash_origin/ram_origin/stack_size,
 upload.maximum_size/maximum_ram_size; `board_*` options in platformio.ini override them): a
-generated linker script sets picolibc.ld's symbols, so the linker and PlatformIO's size check
-enforce the same limits as the real part.
+generated linker script sets the memory symbols, so the linker and PlatformIO's size check
+enforce the same limits as the real part. Board services (console, cycles, stack, exit, start-up
+on Xtensa) are the msf-pio library's, library/src/board/qemu_*.c: -DMSF_QEMU selects them.
 """
 
 import os
@@ -14,10 +16,11 @@ from SCons.Script import (  # pylint: disable=import-error
 env = DefaultEnvironment()
 platform = env.PioPlatform()
 board = env.BoardConfig()
-RUNTIME = os.path.join(platform.get_dir(), "runtime")
+XTENSA = os.path.join(platform.get_dir(), "xtensa")
 
 arch = board.get("build.arch")
-PREFIX = {"arm": "arm-none-eabi-", "riscv": "riscv64-unknown-elf-"}[arch]
+PREFIX = {"arm": "arm-none-eabi-", "riscv": "riscv64-unknown-elf-",
+          "xtensa": "xtensa-lx106-elf-"}[arch]
 cpu_flags = list(board.get("build.cpu_flags"))
 
 env.Replace(
@@ -29,23 +32,30 @@ env.Replace(
     SIZEPRINTCMD="$SIZETOOL -B -d $SOURCES",
 )
 
-# --specs on compile lines too: it adds picolibc's include path.
-common = cpu_flags + ["--specs=picolibc.specs"]
 env.Append(
-    ASFLAGS=common,
     ASPPFLAGS=["-x", "assembler-with-cpp"],
-    CCFLAGS=common + ["-Os", "-ffunction-sections", "-fdata-sections", "-Wall"],
+    CCFLAGS=["-Os", "-ffunction-sections", "-fdata-sections", "-Wall"],
     CXXFLAGS=["-fno-rtti", "-fno-exceptions"],
     CPPDEFINES=[("F_CPU", "$BOARD_F_CPU"), "MSF_QEMU"],
-    CPPPATH=[os.path.join(RUNTIME, "include")],
-    # crt0-hosted: copies .data, zeroes .bss, sets TLS, runs constructors, exit(main()).
-    LINKFLAGS=common + ["--crt0=hosted", "-Wl,--gc-sections",
-                        "-Wl,-Map,%s" % os.path.join("$BUILD_DIR", "firmware.map")],
+    LINKFLAGS=["-Wl,--gc-sections", "-Wl,-Map,%s" % os.path.join("$BUILD_DIR", "firmware.map")],
 )
+if arch == "xtensa":
+    # Freestanding: no libc headers or start files; string.h and the linker script are the
+    # platform's, start-up and mem* the library's; libgcc for 64-bit and division helpers.
+    env.Append(ASFLAGS=cpu_flags, CCFLAGS=cpu_flags + ["-ffreestanding"],
+               CPPPATH=[os.path.join(XTENSA, "include")], LIBPATH=[XTENSA],
+               LINKFLAGS=cpu_flags + ["-nostdlib"], LIBS=["gcc"])
+    BASE_LDSCRIPT = "msf_xtensa.ld"
+else:
+    # --specs on compile lines too: it adds picolibc's include path. crt0-hosted copies .data,
+    # zeroes .bss, sets TLS, runs constructors, exit(main()).
+    common = cpu_flags + ["--specs=picolibc.specs"]
+    env.Append(ASFLAGS=common, CCFLAGS=common, LINKFLAGS=common + ["--crt0=hosted"])
+    BASE_LDSCRIPT = "picolibc.ld"
 
 
 def write_ldscript():
-    """Board memory as picolibc.ld's inputs; -T here suppresses the spec's own -T."""
+    """Board memory as the base script's inputs; -T here suppresses picolibc's own -T."""
     path = os.path.join(env.subst("$BUILD_DIR"), "msf_qemu.ld")
     text = "".join("%s = %s;\n" % kv for kv in (
         ("__flash", board.get("build.flash_origin")),
@@ -53,7 +63,7 @@ def write_ldscript():
         ("__ram", board.get("build.ram_origin")),
         ("__ram_size", board.get("upload.maximum_ram_size")),
         ("__stack_size", board.get("build.stack_size")),
-    )) + "INCLUDE picolibc.ld\n"
+    )) + "INCLUDE %s\n" % BASE_LDSCRIPT
     os.makedirs(os.path.dirname(path), exist_ok=True)
     old = open(path, encoding="ascii").read() if os.path.isfile(path) else None
     if old != text:  # rewriting an unchanged file would relink every time
@@ -63,11 +73,6 @@ def write_ldscript():
 
 
 env.Replace(LDSCRIPT_PATH=write_ldscript())
-
-# Board services (UART stdio, cycle counter, stack paint, exit) as objects, not a library:
-# their constructors and the SysTick handler must be linked even though nothing calls them.
-env.BuildSources(os.path.join("$BUILD_DIR", "msf_board"), os.path.join(RUNTIME, "src"),
-                 "+<board_common.c> +<board_%s.c>" % arch)
 
 if "nobuild" in COMMAND_LINE_TARGETS:
     target_elf = os.path.join("$BUILD_DIR", "${PROGNAME}.elf")

@@ -1,0 +1,1 @@
+../../../msf_pio/pio/platform/monitor/filter_msf.py

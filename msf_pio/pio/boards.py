@@ -1,0 +1,74 @@
+"""Board facts (boards.yaml, else the board manifest) and the RAM a firmware needs beside the
+arena: what the build checks a plan against, and the defines the board files compile with."""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from ..errors import MsfError
+
+FACTS = Path(__file__).with_name("boards.yaml")
+DEFAULT_STACK = 4096        # a board with no stack figure: keep 4 KB free for it
+DEFAULT_FRAMEWORK_RAM = 1024
+
+
+@dataclass(frozen=True)
+class BoardFacts:
+    board: str
+    flash: int | None               # bytes the firmware may occupy
+    ram: int | None                 # bytes of RAM the linker gives static data and the stack
+    framework_ram: int              # the framework's and the board file's own static RAM
+    stack: int                      # RAM kept free for the stack
+    defines: dict = field(default_factory=dict)
+    link_symbols: dict = field(default_factory=dict)   # --defsym for the linker script
+    rom_length: int | None = None   # freedom-e-sdk: the linker script's code region
+
+    def ram_budget(self, io_bytes: int) -> int | None:
+        """Arena bytes left once the framework, the stack and the model's I/O buffers are in."""
+        if not self.ram:
+            return None
+        return self.ram - self.framework_ram - self.stack - io_bytes
+
+    def ram_breakdown(self, arena: int, io_bytes: int) -> str:
+        total = arena + io_bytes + self.stack + self.framework_ram
+        return (f"arena {arena} B + I/O buffers {io_bytes} B + stack {self.stack} B + "
+                f"framework {self.framework_ram} B = {total} B")
+
+
+def _table() -> dict:
+    return yaml.safe_load(FACTS.read_text())
+
+
+def board_facts(board: str, manifest_get) -> BoardFacts:
+    """Facts of `board`; `manifest_get(key, default)` reads its PlatformIO manifest. Where both
+    give a size, the smaller wins (the manifest may be narrowed with board_upload.*)."""
+    entry = _table().get(board) or {}
+
+    def size(key, manifest_key):
+        sizes = [int(v) for v in (entry.get(key), manifest_get(manifest_key, 0)) if v]
+        return min(sizes) if sizes else None
+
+    try:
+        stack = int(entry.get("stack") or manifest_get("build.stack_size", 0) or DEFAULT_STACK)
+        return BoardFacts(
+            board=board,
+            flash=size("flash", "upload.maximum_size"),
+            ram=size("ram", "upload.maximum_ram_size"),
+            framework_ram=int(entry.get("framework_ram", DEFAULT_FRAMEWORK_RAM)),
+            stack=stack,
+            defines=dict(entry.get("defines") or {}),
+            link_symbols=dict(entry.get("link_symbols") or {}),
+            rom_length=int(entry["rom_length"]) if "rom_length" in entry else None)
+    except (TypeError, ValueError) as exc:
+        raise MsfError(f"bad board facts: {exc}", source=str(FACTS), where=board) from None
+
+
+def c_defines(facts: BoardFacts) -> list:
+    """The board's defines as SCons CPPDEFINES (strings quoted for the shell)."""
+    out = []
+    for name, value in facts.defines.items():
+        text = str(value)
+        out.append((name, text.replace('"', '\\"')) if text.startswith('"') else (name, text))
+    return out

@@ -1,0 +1,304 @@
+"""The demo's real-board envs, built against the official PlatformIO platforms and frameworks
+and, where QEMU models the part, run through a pseudo-terminal the way a board's serial port is
+read: `pio device monitor` and `pio test --test-port`.
+
+Needs a folder of packages laid out offline (../shared/tools/realboards/layout.sh and
+build_newlib_rv32.sh: platform-ststm32, platform-sifive, the Cube F4/F7 HAL, freedom-e-sdk,
+toolchain packages pointing at Debian's GCC). Builds nucleo_f767zi, disco_f746ng, nucleo_f412zg
+and hifive1-revb as a user would; compiles msf-pio's own sources of each build again with
+-Wall -Wextra -Werror; measures the framework's static RAM beside the model (the figure
+msf_pio/pio/boards.yaml budgets); runs the nucleo_f412zg firmware on QEMU netduinoplus2 (an
+STM32F405: relinked for its 128 KB of SRAM, USART3 as on the Nucleo) and the hifive1-revb
+firmware on QEMU sifive_e,revb=true (UART0); prints a table.
+
+Usage: python scripts/real_boards.py PACKAGES_DIR [--work DIR] [--model NAME] [--seconds S]
+"""
+import argparse
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import serial
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+from msf_pio.pio import bootstrap  # noqa: E402
+from msf_pio.pio.project import make_project, pio  # noqa: E402
+
+BUILDS = ("nucleo_f767zi", "disco_f746ng", "nucleo_f412zg", "hifive1-revb")
+FIELD = re.compile(r"(\w+)=(\S+)")
+SIZE = re.compile(r"^(RAM|Flash):.*used (\d+) bytes from (\d+) bytes", re.M)
+
+
+def offline_ini(pkgs: Path, work: Path) -> str:
+    """Platform and package overrides pointing at the laid-out packages, plus the QEMU env."""
+    stm32 = (f"platform = symlink://{pkgs}/platform-ststm32\nplatform_packages =\n"
+             f"    toolchain-gccarmnoneeabi@symlink://{pkgs}/toolchain-gccarmnoneeabi\n"
+             f"    tool-ldscripts-ststm32@symlink://{pkgs}/tool-ldscripts-ststm32\n")
+    text = ""
+    for env, family in (("nucleo_f767zi", "f7"), ("disco_f746ng", "f7"),
+                        ("nucleo_f412zg", "f4")):
+        text += (f"[env:{env}]\n{stm32}    framework-stm32cube{family}@symlink://"
+                 f"{pkgs}/framework-stm32cube{family}\n\n")
+    text += (f"[env:hifive1-revb]\nplatform = symlink://{pkgs}/platform-sifive\n"
+             f"platform_packages =\n    toolchain-riscv@symlink://{pkgs}/toolchain-riscv\n"
+             f"    framework-freedom-e-sdk@symlink://{pkgs}/framework-freedom-e-sdk\n\n")
+    # netduinoplus2's STM32F405 has 128 KB of SRAM where the F412ZG has 256 KB
+    st_ld = (pkgs / "tool-ldscripts-ststm32" / "stm32f4" / "STM32F412ZGTX_FLASH.ld").read_text()
+    ld = work / "STM32F412ZG_128K.ld"
+    ld.write_text(re.sub(r"(RAM\s+\(xrw\)\s+: ORIGIN = 0x20000000,\s+LENGTH = )256K",
+                         r"\g<1>128K", st_ld))
+    text += (f"[env:nucleo_f412zg_qemu]\nextends = env:nucleo_f412zg\n"
+             f"board_build.ldscript = {ld}\nboard_upload.maximum_ram_size = 131072\n")
+    return text
+
+
+def project(pkgs: Path, work: Path, model: str) -> Path:
+    proj = make_project(work / "demo", model=model)
+    (proj / "msf_offline.ini").write_text(offline_ini(pkgs, work))
+    ini = proj / "platformio.ini"
+    ini.write_text(ini.read_text().replace("[platformio]\n",
+                                           "[platformio]\nextra_configs = msf_offline.ini\n", 1))
+    return proj
+
+
+def build(core, proj, env):
+    code, out = pio(core, proj, "run", "-e", env)
+    sizes = {k: (int(u), int(t)) for k, u, t in SIZE.findall(out)}
+    error = next((l for l in out.splitlines() if "rror" in l), out[-300:])
+    return code == 0, sizes, error
+
+
+def strict_warnings(core, proj, env) -> str:
+    """msf-pio's sources of the build (the library and the generated model) compiled again with
+    -Wall -Wextra -Werror, with the build's own command lines (compile_commands.json)."""
+    code, out = pio(core, proj, "run", "-e", env, "-t", "compiledb")
+    if code:
+        return "compiledb failed"
+    ours = [str(REPO / "library"), str(proj / ".pio" / "build" / env / "msf_generated")]
+    bad, n = [], 0
+    for entry in json.loads((proj / "compile_commands.json").read_text()):
+        path = os.path.join(entry["directory"], entry["file"])
+        if not any(Path(path).resolve().is_relative_to(Path(p).resolve()) for p in ours):
+            continue
+        args = shlex.split(entry["command"])
+        if "-o" in args:
+            args[args.index("-o") + 1] = os.devnull
+        proc = subprocess.run(args + ["-Wall", "-Wextra", "-Werror"], cwd=entry["directory"],
+                              capture_output=True, text=True)
+        n += 1
+        if proc.returncode:
+            bad.append(f"{Path(path).name}: {proc.stderr.strip().splitlines()[0]}")
+    return f"{n} files clean" if not bad else "; ".join(bad)
+
+
+def framework_ram(proj, env, prefix) -> int:
+    """.data + .bss of the firmware less the arena: what the framework and board file hold."""
+    elf = proj / ".pio" / "build" / env / "firmware.elf"
+    sizes = subprocess.run([f"{prefix}size", "-A", str(elf)], capture_output=True,
+                           text=True).stdout
+    static = sum(int(s) for name, s in re.findall(r"^(\.\w+)\s+(\d+)", sizes, re.M)
+                 if name in (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss"))
+    syms = subprocess.run([f"{prefix}nm", "-S", str(elf)], capture_output=True, text=True).stdout
+    arena = next(int(size, 16) for size, name in re.findall(r"^\w+ (\w+) \w (\w+)$", syms, re.M)
+                 if name == "msf_arena")
+    return static - arena
+
+
+def budgeted(env) -> int:
+    """boards.yaml's framework RAM less what is reserved but not in .data/.bss (ST's heap)."""
+    import yaml
+    entry = yaml.safe_load((REPO / "msf_pio" / "pio" / "boards.yaml").read_text())[env]
+    heap = 512 if entry["framework"] == "stm32cube" else 0   # _Min_Heap_Size of ST's scripts
+    return entry["framework_ram"] - heap
+
+
+class Emulator:
+    """QEMU with the board's console UART on a pseudo-terminal, like a board's USB serial port."""
+
+    def __init__(self, argv):
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, text=True)
+        line = self.proc.stdout.readline()
+        match = re.search(r"(/dev/pts/\d+)", line)
+        if not match:
+            self.stop()
+            raise RuntimeError(f"QEMU gave no pseudo-terminal: {line!r}")
+        self.port = match.group(1)
+
+    def read_lines(self, seconds, count):
+        """Result lines read from the port for up to `seconds`, until `count` arrived."""
+        lines, deadline = [], time.time() + seconds
+        with serial.Serial(self.port, 115200, timeout=0.5) as port:
+            buf = b""
+            while time.time() < deadline and len(lines) < count:
+                buf += port.read(4096)
+                *done, buf = buf.split(b"\n")
+                lines += [l.decode("ascii", "replace").strip() for l in done]
+        return [l for l in lines if l.startswith("MSF ")]
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self):
+        self.proc.kill()
+        self.proc.wait()
+
+
+def qemu_argv(machine, elf):
+    """-icount: one instruction per virtual ns, so cycle counts are deterministic."""
+    icount = ["-icount", "shift=0,sleep=off"]
+    if machine == "netduinoplus2":   # USART1..3 in order: the Nucleo's console is USART3
+        return ["qemu-system-arm", "-M", "netduinoplus2", "-nographic", "-monitor", "none",
+                *icount, "-kernel", str(elf), "-serial", "null", "-serial", "null", "-serial",
+                "pty"]
+    return ["qemu-system-riscv32", "-M", "sifive_e,revb=true", "-nographic", "-monitor", "none",
+            *icount, "-bios", "none", "-kernel", str(elf), "-serial", "pty"]
+
+
+def stack_region(elf: Path, prefix: str) -> int:
+    """The stack the firmware really has, from its linker symbols: stm32cube's stack grows down
+    from _estack over what .bss and the heap reservation leave; freedom-metal's is a segment."""
+    syms = {name: int(addr, 16) for addr, _kind, name in re.findall(
+        r"^(\w+) (\w) (\w+)$", subprocess.run([f"{prefix}nm", str(elf)], capture_output=True,
+                                               text=True).stdout, re.M)}
+    if "metal_segment_stack_end" in syms:
+        return syms["metal_segment_stack_end"] - syms["metal_segment_stack_begin"]
+    return syms["_estack"] - syms["_end"] - syms["_Min_Heap_Size"]
+
+
+def check_result(line):
+    f = dict(FIELD.findall(line))
+    ok = (f.get("status") == "ok" and f.get("crc") == f.get("crc_ref")
+          and int(f.get("stack", 0)) > 0)
+    return ok, f
+
+
+def run_emulated(core, proj, env, machine, seconds):
+    """The firmware's report read twice through the pty (it repeats: no fault, still running),
+    then `pio device monitor` (msf filter) and `pio test --test-port` on the same kind of port."""
+    row = {"env": env, "machine": machine}
+    ok, _sizes, error = build(core, proj, env)
+    if not ok:
+        return {**row, "result": f"build failed: {error}"}
+    elf = proj / ".pio" / "build" / env / "firmware.elf"
+    row["stack_size"] = stack_region(elf, "arm-none-eabi-" if machine == "netduinoplus2"
+                                     else "riscv64-unknown-elf-")
+    emu = Emulator(qemu_argv(machine, elf))
+    try:
+        lines = [l for l in emu.read_lines(seconds, 2)]
+        results = [l for l in lines if l.startswith("MSF model=")]
+        row["faults"] = sum("fault" in l for l in lines)
+        row["reports"] = len(results)
+        row["alive"] = emu.alive()
+        if results:
+            row["ok"], row["fields"] = check_result(results[0])
+        row["monitor"] = monitor(core, proj, env, emu.port)
+    finally:
+        emu.stop()
+    row["pio_test"] = pio_test(core, proj, env, machine, seconds)
+    return row
+
+
+def monitor(core, proj, env, port) -> str:
+    """`pio device monitor` needs a terminal on stdin: `script` gives it one."""
+    cmd = (f"{shlex.quote(sys.executable)} -m platformio device monitor -p {port} -b 115200 "
+           f"-e {env}")
+    proc = subprocess.run(["timeout", "12", "script", "-qfec", cmd, "/dev/null"], cwd=proj,
+                          env=bootstrap.offline_env(core), stdin=subprocess.DEVNULL,
+                          capture_output=True, text=True)
+    verdicts = [l.strip() for l in proc.stdout.splitlines() if l.strip().startswith("-> ")]
+    return f"`{verdicts[0]}`" if verdicts else "no verdict line"
+
+
+def pio_test(core, proj, env, machine, seconds) -> str:
+    """Build the test firmware, start it in QEMU, then `pio test` reads its serial port."""
+    code, out = pio(core, proj, "test", "-e", env, "--without-uploading", "--without-testing")
+    if code:
+        return "test build failed"
+    emu = Emulator(qemu_argv(machine, proj / ".pio" / "build" / env / "firmware.elf"))
+    try:
+        code, out = pio(core, proj, "test", "-e", env, "--without-building",
+                        "--without-uploading", "--no-reset", "--test-port", emu.port,
+                        timeout=seconds * 4)
+    finally:
+        emu.stop()
+    summary = re.search(r"(\d+) test cases: (.*) in", out)
+    return (f"exit {code}: " + (summary.group(0)[:-3] if summary else out[-200:]))
+
+
+def keep_pyparsing():
+    """platform-sifive's freedom-e-sdk builder pip-installs pyparsing 2.4.5 and Jinja2 2.10 into
+    PlatformIO's Python unless jinja2 and pyparsing import; pyparsing 2 breaks matplotlib.
+    A current Jinja2 keeps the builder from downgrading anything."""
+    try:
+        import jinja2  # noqa: F401
+        import pyparsing  # noqa: F401
+    except ImportError:
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "jinja2", "pyparsing"],
+                       check=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("packages", type=Path, help="folder with pkgs/ laid out by layout.sh")
+    ap.add_argument("--work", type=Path, default=None)
+    ap.add_argument("--model", default="mbv2-w0.35-paper")
+    ap.add_argument("--seconds", type=int, default=60)
+    args = ap.parse_args()
+    pkgs = (args.packages / "pkgs").resolve()
+    work = (args.work or Path(tempfile.mkdtemp(prefix="msf-realboards-"))).resolve()
+    work.mkdir(parents=True, exist_ok=True)
+    core = str(work / "core")
+    keep_pyparsing()
+    bootstrap.install_tool_scons(core, log=lambda _m: None)
+    proj = project(pkgs, work, args.model)
+
+    print(f"## Real-board envs against the official platforms ({args.model})\n")
+    print("| env | build | RAM used / part | flash used / part | framework RAM measured "
+          "(boards.yaml) | msf-pio sources, -Wall -Wextra -Werror |")
+    print("|---|---|---|---|---|---|")
+    for env in BUILDS:
+        ok, sizes, error = build(core, proj, env)
+        if not ok:
+            print(f"| {env} | FAILED: {error} | | | | |")
+            continue
+        prefix = "riscv64-unknown-elf-" if env == "hifive1-revb" else "arm-none-eabi-"
+        ram, flash = sizes.get("RAM", (0, 0)), sizes.get("Flash", (0, 0))
+        print(f"| {env} | ok | {ram[0]} / {ram[1]} | {flash[0]} / {flash[1]} | "
+              f"{framework_ram(proj, env, prefix)} B ({budgeted(env)} B) | "
+              f"{strict_warnings(core, proj, env)} |")
+
+    print("\n## Run in QEMU, read through a pseudo-terminal\n")
+    print("| env | QEMU machine | result line | status | crc = crc_ref | stack / size | "
+          "reports, faults, alive | pio device monitor | pio test --test-port |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    failed = 0
+    for env, machine in (("nucleo_f412zg_qemu", "netduinoplus2"),
+                         ("hifive1-revb", "sifive_e,revb=true")):
+        row = run_emulated(core, proj, env, machine, args.seconds)
+        f = row.get("fields", {})
+        good = (row.get("ok") and row.get("alive") and not row.get("faults")
+                and 0 < int(row.get("fields", {}).get("stack", 0)) < row.get("stack_size", 0)
+                and row.get("monitor", "").startswith("`-> ")
+                and row.get("reports", 0) >= 2 and row["pio_test"].startswith("exit 0"))
+        failed += not good
+        print(f"| {env} | {machine} | {row.get('result', 'read')} | {f.get('status')} | "
+              f"{f.get('crc') == f.get('crc_ref') and 'crc' in f} | "
+              f"{f.get('stack')} / {row.get('stack_size')} | {row.get('reports')}, "
+              f"{row.get('faults')}, {row.get('alive')} | {row.get('monitor')} | "
+              f"{row['pio_test']} |")
+        if f:
+            print(f"|   | | `{' '.join(f'{k}={v}' for k, v in f.items())}` | | | | | | |")
+    print(f"\nwork folder: {work}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
