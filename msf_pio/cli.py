@@ -3,47 +3,35 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
-import re
 import sys
+from pathlib import Path
 
 from .errors import MsfError
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib)?\s*$", re.IGNORECASE)
-_UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2}
-
-
-def parse_ram_limit(text: str, where: str = "--ram-limit") -> float:
-    """Bytes from '65536', '64kB' (1000 B), '64KiB' (1024 B) or 'inf'."""
-    if str(text).strip().lower() == "inf":
-        return math.inf
-    m = _SIZE.match(str(text))
-    if not m:
-        raise MsfError(f"must be a number of bytes such as 65536, 64kB or 64KiB, got {text!r}",
-                       where=where)
-    value = float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()]
-    if value <= 0:
-        raise MsfError(f"must be positive, got {text!r}", where=where)
-    return int(value)
-
-
-def parse_max_overhead(text: str, where: str = "--max-overhead") -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise MsfError(f"must be a number >= 1 or 'inf', got {text!r}", where=where) from None
-    if math.isnan(value) or value < 1:
-        raise MsfError(f"must be >= 1 (F = 1 is the unfused model), got {text!r}", where=where)
-    return value
-
+from .options import parse_max_overhead, parse_ram_limit  # noqa: F401  (re-exported)
 
 def _add_solve_options(p: argparse.ArgumentParser) -> None:
     from .fusion.solvers import OBJECTIVES
-    p.add_argument("model", help="zoo name, YAML spec or ONNX file")
+    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
     p.add_argument("--objective", choices=OBJECTIVES, default="min_ram")
     p.add_argument("--max-overhead", default="inf", help="P1's Fmax (a number >= 1, or inf)")
     p.add_argument("--ram-limit", default=None, help="P2's Pmax in bytes (65536, 64kB, 64KiB)")
     p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    p.add_argument("--board", default=None,
+                   help="predict latency on this calibrated board (min_latency needs one)")
+
+
+def _add_calibration_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--calibration", metavar="FILE|DIR", help="float models: real inputs to "
+                   "calibrate on (.npy/.npz images HWC or batches NHWC, or a folder of them)")
+    p.add_argument("--input-range", metavar="LO,HI", help="float models without --calibration: "
+                   "the range of the random calibration images (default -1,1)")
+
+
+def _quantized_from_args(args):
+    from .model.calibration import parse_input_range
+    from .verify import quantized_model
+    input_range = None if args.input_range is None else parse_input_range(args.input_range)
+    return quantized_model(args.model, args.calibration, input_range)
 
 
 def _solve_from_args(args):
@@ -51,7 +39,7 @@ def _solve_from_args(args):
     return plan_model(args.model, objective=args.objective,
                       max_overhead=parse_max_overhead(args.max_overhead),
                       ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                      cost_model=args.cost_model)
+                      cost_model=args.cost_model, board=args.board)
 
 
 def cmd_solve(args) -> int:
@@ -94,11 +82,11 @@ def cmd_paper_table1(args) -> int:
 
 def _codegen_plan(args):
     """Quantized model and the plan the options ask for (exact cost model)."""
-    from .verify import plan_for, quantized_model
-    model = quantized_model(args.model)
+    from .verify import plan_for
+    model = _quantized_from_args(args)
     plan = plan_for(model, args.objective, parse_max_overhead(args.max_overhead),
                     None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                    args.cost_model)
+                    args.cost_model, board=args.board)
     return model, plan
 
 
@@ -141,8 +129,7 @@ def cmd_run(args) -> int:
 def cmd_export(args) -> int:
     from .codegen.output import save_atomic
     from .export.tflite import tflite_bytes
-    from .verify import quantized_model
-    model = quantized_model(args.model)
+    model = _quantized_from_args(args)
     data = tflite_bytes(model)
     save_atomic(args.tflite, lambda f: f.write(data))
     print(f"wrote {args.tflite} ({len(data)} bytes, {model.n_layers} layers)")
@@ -154,6 +141,16 @@ def cmd_demo(args) -> int:
     result = run_demo(args.board, args.model)
     print(render(result))
     return 0 if render(result).endswith("DEMO OK") else 1
+
+
+def cmd_init(args) -> int:
+    from .pio.init import init
+    written = init(args.directory, args.board or ["qemu_f767zi"], args.model, args.lib_deps)
+    for path in written:
+        print(f"wrote {path}")
+    print(f"next: cd {args.directory} && pio run -e {(args.board or ['qemu_f767zi'])[0]} "
+          "-t upload")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -179,31 +176,47 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seed", type=int, default=0, help="first input seed")
     p.add_argument("--seeds", type=int, default=1, help="how many seeded inputs")
     p.add_argument("--no-sanitize", action="store_true", help="skip the ASan/UBSan build")
+    _add_calibration_options(p)
     p.add_argument("--json", action="store_true")
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("generate", help="write msf_model.h/.c and plan.json for a plan")
     _add_solve_options(p)
     p.add_argument("--out", required=True, help="output directory")
+    _add_calibration_options(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
     _add_solve_options(p)
     p.add_argument("--input", required=True, help=".npy input: int8 HWC, or float (quantized)")
     p.add_argument("--output", required=True, help=".npy output (int8)")
+    _add_calibration_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("export", help="write the quantized model as a .tflite")
     p.add_argument("model")
     p.add_argument("--tflite", required=True, metavar="OUT.tflite")
+    _add_calibration_options(p)
     p.set_defaults(func=cmd_export)
 
     p = sub.add_parser("demo", help="build the demo firmware for an emulated board with "
                        "PlatformIO, run it in QEMU and print the report")
     p.add_argument("--board", default="qemu_f767zi",
-                   choices=("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3"))
+                   choices=("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3",
+                            "qemu_esp32s3"))
     p.add_argument("--model", help="model instead of the demo's (zoo name or absolute path)")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("init", help="write a new PlatformIO project that runs a model on the "
+                       "chosen boards (platformio.ini, src/, test/, the monitor filter)")
+    p.add_argument("directory", nargs="?", default=".", type=Path)
+    p.add_argument("--board", action="append", help="a board env of the demo (repeatable; "
+                   "default qemu_f767zi), e.g. nucleo_f767zi, hifive1-revb, qemu_hifive1b")
+    p.add_argument("--model", default="mbv2-w0.35-paper", help="zoo name, .yaml or .onnx file "
+                   "(a file is copied into models/)")
+    p.add_argument("--lib-deps", help="how the project gets msf-pio: a git URL, a tarball "
+                   "(file://...tar.gz), a registry name; default: this checkout (symlink://)")
+    p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
     p.add_argument("--json", action="store_true")

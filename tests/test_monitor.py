@@ -3,6 +3,7 @@ PlatformIO monitor filter (with and without msf_pio importable) and `msf-pio mon
 import argparse
 import io
 import json
+import shutil
 import sys
 
 import pytest
@@ -12,12 +13,12 @@ from msf_pio.errors import MsfError
 from msf_pio.pio import monitor
 from msf_pio.pio.monitor_cli import add_monitor_command
 
-LINE = ("MSF model=mbv2-w0.35 plan=p1:1.3 board=qemu_f767zi clock=systick cycles=79872000 "
-        "us=1996800 arena=7788 arena_pred=7788 stack=412 ram=8200 ram_pred=7788 macs=5868888 "
-        "crc=0x1234ABCD crc_ref=0x1234abcd status=ok")
+LINE = ("MSF model=mbv2-w0.35 plan=p1:1.3 board=qemu_f767zi clock=systick hz=40000000 "
+        "cycles=79872000 us=1996800 arena=7788 arena_pred=7788 stack=412 ram=8200 ram_pred=7788 "
+        "macs=5868888 crc=0x1234ABCD crc_ref=0x1234abcd status=ok")
 RECORD = {"model": "mbv2-w0.35", "plan": "p1:1.3", "board": "qemu_f767zi", "clock": "systick",
-          "cycles": 79872000, "us": 1996800, "arena": 7788, "arena_pred": 7788, "stack": 412,
-          "ram": 8200, "ram_pred": 7788, "macs": 5868888, "crc": "0x1234abcd",
+          "hz": 40000000, "cycles": 79872000, "us": 1996800, "arena": 7788, "arena_pred": 7788,
+          "stack": 412, "ram": 8200, "ram_pred": 7788, "macs": 5868888, "crc": "0x1234abcd",
           "crc_ref": "0x1234abcd", "status": "ok"}
 PLAN = {"model": "mbv2-w0.35", "macs": 5868888, "reference_crc32": "0x1234ABCD"}
 OK_VERDICT = "  -> RAM 7788/7788 B ok (+412 B stack), 1996.8 ms, crc ok"
@@ -54,6 +55,7 @@ def test_every_truncation_is_rejected():
 @pytest.mark.parametrize("bad", [line(cycles="-5"), line(us="1.5"), line(arena=""),
                                  line(crc="0x1234abc"), line(crc_ref="0x1234abcg"),
                                  line(crc="1234abcdef"), line(clock="rdtsc"), line(status="OK"),
+                                 line(hz="240MHz"), LINE.replace(" hz=40000000", ""),
                                  line(model=""), LINE + " extra=1", LINE.replace(" us=", " us:"),
                                  LINE.replace("arena=7788 arena_pred=7788",
                                               "arena_pred=7788 arena=7788")])
@@ -142,7 +144,8 @@ def msf_filter(request, monkeypatch, tmp_path):
     plan.write_text(json.dumps(dict(PLAN, macs=1)))
     monkeypatch.chdir(tmp_path)
     monkeypatch.setattr(miniterm, "TRANSFORMATIONS", dict(miniterm.TRANSFORMATIONS))
-    assert monitor.install_filter(tmp_path)
+    (tmp_path / "monitor").mkdir()          # where `msf-pio init` puts it
+    shutil.copyfile(monitor.FILTER_SOURCE, tmp_path / "monitor" / "filter_msf.py")
     options = {"project_dir": str(tmp_path), "environment": "qemu_f767zi"}
     load_monitor_filter(str(tmp_path / "monitor" / "filter_msf.py"), options)
     loaded = miniterm.TRANSFORMATIONS["msf"]
@@ -170,25 +173,13 @@ def test_standalone_filter_agrees_with_monitor(monkeypatch, tmp_path):
     module = load_python_module("filter_msf_standalone", str(monitor.FILTER_SOURCE))
     assert module.parse_line is not monitor.parse_line
     samples = [LINE, line(arena=1), line(crc="0xFFFFFFFF", status="fail"), line(stack=0),
-               line(clock="ccount", us=5), LINE[:-1], line(cycles="x"), line(crc="0x1"), "boot"]
+               line(clock="ccount", us=5), line(clock="esp", hz=0), LINE[:-1], line(cycles="x"), line(crc="0x1"), "boot"]
     for text in samples:
         assert module.parse_line(text) == monitor.parse_line(text), text
         rec = monitor.parse_line(text)
         for plan in (None, PLAN, dict(PLAN, macs=0), {"reference_crc32": "0x00000000"}):
             if rec is not None:
                 assert module.verdict_line(rec, plan) == monitor.verdict_line(rec, plan)
-
-
-def test_install_filter_never_overwrites_a_users_file(tmp_path):
-    dest = tmp_path / "monitor" / "filter_msf.py"
-    assert monitor.install_filter(tmp_path)
-    assert dest.read_bytes() == monitor.FILTER_SOURCE.read_bytes()
-    dest.write_text(f'"""{monitor.FILTER_MARKER}, older version"""\n')
-    assert monitor.install_filter(tmp_path)
-    assert dest.read_bytes() == monitor.FILTER_SOURCE.read_bytes()
-    dest.write_text("# my own filter\n")
-    assert monitor.install_filter(tmp_path) is False
-    assert dest.read_text() == "# my own filter\n"
 
 
 # --- msf-pio monitor -------------------------------------------------------------------------

@@ -5,19 +5,22 @@ output CRC equal to the host reference and the painted arena equal to the predic
 import json
 import re
 import shutil
+from pathlib import Path
 
 import pytest
 
-from msf_pio.pio import bootstrap
+from msf_pio.pio import PLATFORM_DIR, bootstrap
+from msf_pio.pio.boards import board_facts
 from msf_pio.pio.project import make_project, pio, result_lines
 from msf_pio.verify import crc32, quantized_model, seeded_input
 from msf_pio.reference import run_model
 
-TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qemu-system-riscv32")
-BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qemu-system-riscv32",
+         "xtensa-lx106-elf-gcc", "qemu-system-xtensa")
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144")
-LINE = re.compile(r"arena=(\d+) arena_pred=(\d+) .* crc=(0x[0-9a-f]{8}) crc_ref=(0x[0-9a-f]{8}) "
-                  r"status=(\w+)$")
+LINE = re.compile(r" hz=(\d+) .* arena=(\d+) arena_pred=(\d+) .* crc=(0x[0-9a-f]{8}) "
+                  r"crc_ref=(0x[0-9a-f]{8}) status=(\w+)$")
 
 
 @pytest.fixture(scope="module")
@@ -28,6 +31,22 @@ def core(tmp_path_factory):
     path = str(tmp_path_factory.mktemp("pio-core"))
     bootstrap.install_tool_scons(path, log=lambda _msg: None)
     return path
+
+
+def manifest(board):
+    return json.loads((Path(PLATFORM_DIR) / "boards" / f"{board}.json").read_text())
+
+
+F_CPU = {board: int(manifest(board)["build"]["f_cpu"].rstrip("L")) for board in BOARDS}
+
+
+def emulated_facts(board):
+    def get(key, default=None):
+        value = manifest(board)
+        for part in key.split("."):
+            value = value.get(part, {}) if isinstance(value, dict) else {}
+        return value if value != {} else default
+    return board_facts(board, get)
 
 
 def reference_crc(name):
@@ -45,13 +64,15 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
                               "stamp.json").read_text())["summary"] if code == 0 else None
         if code and board == "qemu_hifive1b" and "infeasible budget" in out:
             assert name != "mbv2-w0.35-paper"       # the paper ran this one in 16 KB
-            assert re.search(r"msf-pio: error: .*no plan fits in 12288 B", out)
+            budget = emulated_facts(board).ram_budget(0)   # 16 KB less stack and framework
+            assert re.search(rf"msf-pio: error: .*no plan fits in {budget} B", out)
             continue
         assert code == 0, out[-3000:]
         lines = result_lines(out)
         assert len(lines) == 1, out[-2000:]
-        arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
+        hz, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
         assert status == "ok" and crc == crc_ref == expected_crc
+        assert int(hz) == F_CPU[board]                   # the stood-in part's clock
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
         assert summary["plan"] == "p1:inf"
 
@@ -61,7 +82,7 @@ def test_pio_test_on_emulated_boards(core, tmp_path):
     code, out = pio(core, project, "test", "--without-uploading",
                     *[a for board in BOARDS for a in ("-e", board)])
     assert code == 0, out[-3000:]
-    assert re.search(r"16 test cases: 16 succeeded", out), out[-1500:]
+    assert re.search(r"20 test cases: 20 succeeded", out), out[-1500:]
 
 
 def test_regenerates_only_when_options_change(core, tmp_path):

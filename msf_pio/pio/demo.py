@@ -50,7 +50,7 @@ def render(result: dict) -> str:
         f"{'equal' if arena == pred else 'DIFFERENT'}",
         f"  stack high-water {f['stack']} B; RAM measured (arena + stack) {f['ram']} B",
         f"  latency {int(f['cycles']):,} {unit} = {int(f['us']) / 1000:.1f} ms at the real "
-        f"part's clock; {int(f['macs']):,} MACs",
+        f"part's clock ({int(f['hz']) / 1e6:g} MHz); {int(f['macs']):,} MACs",
         f"  output CRC {f['crc']} vs host reference {f['crc_ref']}: "
         f"{'bit-exact' if crc_ok else 'MISMATCH'}",
         "DEMO OK" if f["status"] == "ok" and crc_ok and arena == pred else "DEMO FAILED",

@@ -1,6 +1,6 @@
 """PlatformIO build integration: `custom_msf_*` options -> generated model sources.
 
-Called from the pre script (prebuild.py) before anything is compiled: the model's C goes to
+Called from the library script (library_script.py) before any source is collected: the C goes to
 the build directory (never the project's src/ or lib/), its include folder onto the include
 path of every source, and its sources into the program.
 """
@@ -16,13 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__
-from ..cli import parse_max_overhead, parse_ram_limit
+from ..options import parse_max_overhead, parse_ram_limit
 from ..errors import MsfError
 from ..fusion.solvers import OBJECTIVES
+from .boards import BoardFacts, board_facts, c_defines
 
 GENERATED_DIR = "msf_generated"
 LIB_NAME = "msf_model"
-RESERVE = 4096          # RAM left for the stack and the firmware's own data under `auto`
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
 
@@ -31,16 +31,22 @@ class Options:
     model: str
     objective: str
     max_overhead: float
-    ram_limit: float | None
+    ram_limit: float | None         # None: `auto`, what the board has left for the arena
     cost_model: str
     output: str
+    measure: bool = False           # arena painting compiled in (test, emulated or asked)
+    calibration: str | None = None  # float models: .npy/.npz file or folder of real inputs
+    input_range: tuple | None = None  # float models without calibration data: input range
 
     def key(self) -> dict:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
-def read_options(get, board_ram: int | None, project_dir: Path, env_name: str) -> Options:
-    """`get(name, default)` reads one option of [env:NAME]; errors name the file and option."""
+def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
+                 measure_by_default: bool = False) -> Options:
+    """`get(name, default)` reads one option of [env:NAME]; errors name the file and option.
+    custom_msf_measure = auto measures in the builds that check RAM: `pio test` builds and the
+    emulated boards; a user's release firmware carries no painting code."""
     where = f"platformio.ini [env:{env_name}]"
 
     def fail(option, message):
@@ -48,9 +54,10 @@ def read_options(get, board_ram: int | None, project_dir: Path, env_name: str) -
 
     model = (get("custom_msf_model", "") or "").strip()
     if not model:
-        raise fail("custom_msf_model", "is required: a zoo name, a .yaml spec or an .onnx file")
+        raise fail("custom_msf_model", "is required: a zoo name, a .yaml spec, an .onnx or a "
+                                                ".tflite file")
     path = project_dir / model
-    if path.suffix in (".yaml", ".yml", ".onnx"):
+    if path.suffix in (".yaml", ".yml", ".onnx", ".tflite"):
         if not path.is_file():
             raise fail("custom_msf_model", f"no such model file: {path}")
         model = str(path)
@@ -62,11 +69,12 @@ def read_options(get, board_ram: int | None, project_dir: Path, env_name: str) -
         max_overhead = parse_max_overhead(get("custom_msf_max_overhead", "inf") or "inf",
                                           "custom_msf_max_overhead")
         limit = (get("custom_msf_ram_limit", "auto") or "auto").strip()
+        output = (get("custom_msf_output", "buffer") or "buffer").strip()
         if limit == "auto":
-            if not board_ram:
+            if not facts.ram:
                 raise fail("custom_msf_ram_limit", "auto needs the board's RAM size "
                                                    "(upload.maximum_ram_size)")
-            ram_limit = board_ram - RESERVE
+            ram_limit = None          # the board's budget, known once the model's I/O is
         else:
             ram_limit = parse_ram_limit(limit, "custom_msf_ram_limit")
     except MsfError as exc:
@@ -74,10 +82,27 @@ def read_options(get, board_ram: int | None, project_dir: Path, env_name: str) -
     cost_model = (get("custom_msf_cost_model", "exact") or "exact").strip()
     if cost_model not in ("exact", "paper"):
         raise fail("custom_msf_cost_model", f"must be exact or paper, got {cost_model!r}")
-    output = (get("custom_msf_output", "buffer") or "buffer").strip()
     if output not in ("buffer", "stream"):
         raise fail("custom_msf_output", f"must be buffer or stream, got {output!r}")
-    return Options(model, objective, max_overhead, ram_limit, cost_model, output)
+    measure = (get("custom_msf_measure", "auto") or "auto").strip()
+    if measure not in ("auto", "yes", "no"):
+        raise fail("custom_msf_measure", f"must be auto, yes or no, got {measure!r}")
+    calibration = (get("custom_msf_calibration", "") or "").strip() or None
+    if calibration is not None:
+        if not (project_dir / calibration).exists():
+            raise fail("custom_msf_calibration", f"no such file or folder: "
+                                                 f"{project_dir / calibration}")
+        calibration = str(project_dir / calibration)
+    input_range = (get("custom_msf_input_range", "") or "").strip() or None
+    if input_range is not None:
+        from ..model.calibration import parse_input_range
+        try:
+            input_range = parse_input_range(input_range, "custom_msf_input_range")
+        except MsfError as exc:
+            raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    return Options(model, objective, max_overhead, ram_limit, cost_model, output,
+                   measure == "yes" or (measure == "auto" and measure_by_default),
+                   calibration, input_range)
 
 
 def _source_digest() -> str:
@@ -89,77 +114,94 @@ def _source_digest() -> str:
     return h.hexdigest()
 
 
-def _inputs_digest(options: Options) -> str:
-    """Model file(s), options and generator: what the generated sources depend on."""
-    h = hashlib.sha256(json.dumps(options.key(), sort_keys=True).encode())
+def _inputs_digest(options: Options, facts: BoardFacts) -> str:
+    """Model file(s), options, board facts and generator: what the generated sources depend on."""
+    h = hashlib.sha256(json.dumps([options.key(), facts.__dict__], sort_keys=True).encode())
     path = Path(options.model)
     if path.is_file():
         h.update(path.read_bytes())
         try:
             import yaml
-            spec = yaml.safe_load(path.read_text()) if path.suffix != ".onnx" else {}
+            spec = yaml.safe_load(path.read_text()) if path.suffix in (".yaml", ".yml") else {}
             for ref in (spec.get("weights") or {}).values() if isinstance(spec, dict) else []:
                 if isinstance(ref, str) and (path.parent / ref).is_file():
                     h.update((path.parent / ref).read_bytes())
         except Exception:  # an unreadable spec fails later, with its own message
             pass
+    if options.calibration:          # the calibration data's bytes, file or folder
+        cal = Path(options.calibration)
+        for f in sorted(cal.rglob("*")) if cal.is_dir() else [cal]:
+            if f.is_file():
+                h.update(f.read_bytes())
     h.update(_source_digest().encode())
     return h.hexdigest()
 
 
-def generate_library(options: Options, build_dir: Path, board: str, f_cpu: int,
-                     flash_limit: int | None) -> tuple[Path, dict, bool]:
+def generate_library(options: Options, build_dir: Path, facts: BoardFacts,
+                     f_cpu: int) -> tuple[Path, dict, bool]:
     """Generate (or keep) the msf_model library under build_dir; returns its folder of
     libraries, the plan summary and whether anything was regenerated."""
     root = build_dir / GENERATED_DIR
     stamp_path = root / "stamp.json"
-    digest = _inputs_digest(options)
+    digest = _inputs_digest(options, facts)
     if stamp_path.is_file():
         stamp = json.loads(stamp_path.read_text())
-        if stamp.get("digest") == digest and (root / LIB_NAME / "library.json").is_file():
+        if stamp.get("digest") == digest and (root / LIB_NAME / "src" / "msf_model.c").is_file():
             return root, stamp["summary"], False
-    summary = _generate(options, root, board, f_cpu, flash_limit)
+    summary = _generate(options, root, facts, f_cpu)
     stamp_path.write_text(json.dumps({"digest": digest, "summary": summary}, indent=2))
     return root, summary, True
 
 
-def _generate(options: Options, root: Path, board: str, f_cpu: int,
-              flash_limit: int | None) -> dict:
+def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
     from ..codegen.generate import generate
     from ..fusion.graph import build_graph
     from ..fusion.planner import feasible_plan
     from ..model import load_model
-    from ..model.weights import materialize
     from ..reference import run_model
-    from ..verify import crc32, seeded_input
+    from ..verify import crc32, quantized_model, seeded_input
     from .golden import golden_sources
 
-    model = materialize(load_model(options.model))
+    model = quantized_model(options.model, options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream")
+    board = facts.board
+    io_bytes = 0 if model.stream_output else int(np.prod(model.output_shape))
+    ram_limit = options.ram_limit
+    if ram_limit is None:
+        ram_limit = facts.ram_budget(io_bytes)
     graph = build_graph(model, options.cost_model)
-    plan = feasible_plan(graph, options.objective, options.max_overhead, options.ram_limit,
-                         context=f" for {board}")
+    context = f" for {board}" if options.ram_limit is not None else (
+        f" for {board} ({facts.ram} B of RAM less I/O buffers {io_bytes} B, stack {facts.stack} B"
+        f" and framework {facts.framework_ram} B)")
+    plan = feasible_plan(graph, options.objective, options.max_overhead, ram_limit,
+                         context=context, board=board)   # board: latency
     if options.cost_model == "paper":      # run the paper's choice, with exact arena sizes
         exact = {(e.first, e.last): e for e in build_graph(model, "exact").edges}
         plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
                        cost_model="exact")
-    sources = generate(model, plan)
+    sources = generate(model, plan, measure=options.measure)
     weight_bytes = sum(l.weights.w.size + 9 * l.weights.bias.size
                        for l in model.layers if l.weights is not None)
-    if flash_limit and weight_bytes > flash_limit:
-        raise MsfError(f"the weights need {weight_bytes} B of flash, the board has "
-                       f"{flash_limit} B", source=f"model {model.name}")
+    if facts.flash and weight_bytes > facts.flash:
+        raise MsfError(f"the weights need {weight_bytes} B of flash, {board} has "
+                       f"{facts.flash} B", source=f"model {model.name}")
+    budget = facts.ram_budget(io_bytes)
+    if budget is not None and plan.peak_ram > budget:
+        least = feasible_plan(graph, "min_ram").peak_ram
+        fits = (f"the least-RAM plan (min_ram, max_overhead inf) needs an arena of {least} B"
+                if least > budget else "min_ram with custom_msf_ram_limit = auto fits")
+        raise MsfError(f"{board} has {facts.ram} B of RAM; the {plan.label} plan needs "
+                       f"{facts.ram_breakdown(plan.peak_ram, io_bytes)}; plans that fit have an "
+                       f"arena of at most {budget} B ({fits})", source=f"model {model.name}")
     x = seeded_input(model, 0)
     y = run_model(model, x).reshape(-1)
     lib = root / LIB_NAME
-    golden_h, golden_c = golden_sources(x, y)
+    golden_h, golden_c = golden_sources(x, y, board, int(ram_limit if ram_limit is not None
+                                                           and not math.isinf(ram_limit)
+                                                           else facts.ram or 0))
     files = {
         "include/msf_model.h": sources.header, "src/msf_model.c": sources.source,
-        "include/msf_golden.h": golden_h, "src/msf_golden.c": golden_c,
-        "library.json": json.dumps({"name": LIB_NAME, "version": "0.0.0",
-                                    "description": "msf-pio generated model (do not edit)",
-                                    "build": {"includeDir": "include", "srcDir": "src"}},
-                                   indent=2) + "\n"}
+        "include/msf_golden.h": golden_h, "src/msf_golden.c": golden_c}
     for name, text in files.items():
         _write_if_changed(lib / name, text)
     summary = {
@@ -167,12 +209,14 @@ def _generate(options: Options, root: Path, board: str, f_cpu: int,
         "cost_model": options.cost_model, "output": options.output,
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
         "blocks": [[e.first, e.last] for e in plan.blocks if e.fused],
-        "ram_limit": None if options.ram_limit is None or math.isinf(options.ram_limit)
-        else int(options.ram_limit),
+        "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
+        "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
+        "board_ram": facts.ram,
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
         "output_bytes": int(np.prod(model.output_shape)),
+        "predicted_cycles": plan.predicted_instructions,      # latency cost model (issue 11)
     }
     plan_json = {"generator": "Generated by msf-pio", **plan.to_json(),
                  **{k: summary[k] for k in ("reference_crc32", "board", "f_cpu")}}
@@ -194,34 +238,74 @@ def describe(summary: dict, regenerated: bool, seconds: float) -> str:
         f"model and options unchanged, nothing regenerated ({seconds:.2f} s)"
     return (f"msf-pio: {summary['model']} {summary['plan']} ({summary['cost_model']}): "
             f"predicted peak RAM {summary['peak_ram_bytes']} B (arena), "
-            f"F={summary['overhead']:.3f}, fusion blocks {blocks}; {what}")
+            f"F={summary['overhead']:.3f}, "
+            + (f"predicted latency {summary['predicted_cycles']} cycles, "   # issue 11
+               if summary.get("predicted_cycles") else "")
+            + f"fusion blocks {blocks}; {what}")
 
 
 def configure(env) -> None:
-    """The pre-script entry point: read options, generate, point the library finder at it."""
+    """The library script's entry point (`env` is msf-pio's library environment): read the
+    options, generate, compile the model into the program and show its headers to the
+    project's src/ and test/ (a library's include path is shared with its dependents)."""
     start = time.perf_counter()
     board = env.BoardConfig()
     project_dir = Path(env.subst("$PROJECT_DIR"))
     env_name = env.subst("$PIOENV")
+    measuring = "test" in env.GetBuildType() or env.PioPlatform().name == "msf-qemu"
     try:
-        options = read_options(lambda k, d: env.GetProjectOption(k, d),
-                               int(board.get("upload.maximum_ram_size", 0) or 0),
-                               project_dir, env_name)
+        facts = board_facts(env.subst("$BOARD"), board.get)
+        configure_board(env, facts)
+        if not (env.GetProjectOption("custom_msf_model", "") or "").strip():
+            print(f"msf-pio: [env:{env_name}] declares no custom_msf_model: board support "
+                  "only, no model generated")
+            return
+        options = read_options(lambda k, d: env.GetProjectOption(k, d), facts, project_dir,
+                               env_name, measure_by_default=measuring)
         f_cpu = int(str(board.get("build.f_cpu", "0")).rstrip("L") or 0)
-        flash = int(board.get("upload.maximum_size", 0) or 0) or None
         root, summary, regenerated = generate_library(
-            options, Path(env.subst("$BUILD_DIR")), env.subst("$BOARD"), f_cpu, flash)
+            options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
     except MsfError as exc:
         print(f"msf-pio: error: {exc}")
         env.Exit(1)
         return
     print(describe(summary, regenerated, time.perf_counter() - start))
-    from .monitor import install_filter
-    install_filter(project_dir)     # for monitor_filters = msf; a user's own file is kept
-    ram_limit = summary["ram_limit"] or int(board.get("upload.maximum_ram_size", 0) or 0)
     lib = root / LIB_NAME
-    env.Append(CPPPATH=[str(lib / "include"), str(PACKAGE_DIR.parent / "library" / "include")],
-               CPPDEFINES=["MSF_MEASURE_ARENA", ("MSF_BOARD_NAME", f'\\"{env.subst("$BOARD")}\\"'),
-                           ("MSF_CPU_HZ", f_cpu), ("MSF_RAM_LIMIT", ram_limit)])
-    # the generated sources are part of the program (the runtime comes from lib_deps)
+    env.Append(CPPPATH=[str(lib / "include")])
     env.BuildSources(str(Path(env.subst("$BUILD_DIR")) / "msf_model"), str(lib / "src"))
+
+
+def configure_board(env, facts: BoardFacts) -> None:
+    """The board file's framework switch and facts (the library's defines), and what the
+    program's link needs: the part's sizes for PlatformIO's size check, the linker script."""
+    from SCons.Script import DefaultEnvironment  # pylint: disable=import-error
+    program = DefaultEnvironment()
+    board = env.BoardConfig()
+    frameworks = [f.strip() for f in env.subst("$PIOFRAMEWORK").split(",") if f.strip()]
+    defines = [f"MSF_FRAMEWORK_{f.upper().replace('-', '_')}" for f in frameworks]
+    baud = env.GetProjectOption("monitor_speed", "115200") or "115200"
+    env.Append(CPPDEFINES=defines + c_defines(facts) + [("MSF_CONSOLE_BAUD", int(baud))])
+    for key, value in (("upload.maximum_size", facts.flash),      # PlatformIO's size check
+                       ("upload.maximum_ram_size", facts.ram)):   # then uses the part's own
+        if value:
+            board.update(key, value)
+    program.Append(LINKFLAGS=[f"-Wl,--defsym,{name}={value}"
+                              for name, value in facts.link_symbols.items()])
+    if facts.rom_length and "freedom-e-sdk" in frameworks:
+        program.Replace(LDSCRIPT_PATH=_freedom_ldscript(env, facts.rom_length))
+
+
+def _freedom_ldscript(env, rom_length: int) -> str:
+    """The SDK's linker script for the board with its code region at the flash's real size."""
+    import re
+    board = env.BoardConfig()
+    sdk = Path(env.PioPlatform().get_package_dir("framework-freedom-e-sdk"))
+    name = board.get("build.freedom-e-sdk.ldscript", "metal.default.lds")
+    variant = board.get("build.freedom-e-sdk.variant", f"sifive-{env.subst('$BOARD')}")
+    text, n = re.subn(r"(rom \([^)]*\) : ORIGIN = 0x[0-9a-fA-F]+, LENGTH = )0x[0-9a-fA-F]+",
+                      rf"\g<1>{rom_length:#x}", (sdk / "bsp" / variant / name).read_text())
+    if n != 1:
+        raise MsfError("cannot find the rom region to resize", source=str(sdk / "bsp" / variant / name))
+    path = Path(env.subst("$BUILD_DIR")) / f"msf-{name}"
+    _write_if_changed(path, text)
+    return str(path)

@@ -1,25 +1,26 @@
 """The firmware's serial result lines (DESIGN.md section 3): parse them into records, check the
 measured arena and output CRC against the plan's predictions, render a report, export CSV/JSON.
 
-A result line is ``MSF model=.. plan=.. board=.. clock=.. cycles=.. us=.. arena=.. arena_pred=..
-stack=.. ram=.. ram_pred=.. macs=.. crc=0x.. crc_ref=0x.. status=..`` (fields in that order);
-anything else on the wire (boot noise, other ``MSF`` lines, cut-off lines) is skipped.
+A result line is ``MSF model=.. plan=.. board=.. clock=.. hz=.. cycles=.. us=.. arena=..
+arena_pred=.. stack=.. ram=.. ram_pred=.. macs=.. crc=0x.. crc_ref=0x.. status=..`` (fields in
+that order; ``hz`` is the rate of the ``clock`` counter, msf_board_cpu_hz()); anything else on
+the wire (boot noise, other ``MSF`` lines, cut-off lines) is skipped.
 """
 from __future__ import annotations
 
 import csv
 import json
 import re
-import shutil
 from pathlib import Path
 
 from ..errors import MsfError
 
 _CRC = re.compile(r"0x[0-9a-fA-F]{8}")
-CLOCKS = ("dwt", "systick", "mcycle", "ccount")
+CLOCKS = ("dwt", "systick", "mcycle", "ccount", "esp")  # msf_board_cycles_source()
 STATUSES = ("ok", "mismatch", "fail")
-FILTER_SOURCE = Path(__file__).with_name("monitor_filter") / "filter_msf.py"
-FILTER_MARKER = "msf-pio: generated monitor filter"
+# PlatformIO loads monitor filters from a project's monitor/ or a platform's: the msf-qemu
+# platform ships this one, `msf-pio init` writes it into a new project.
+FILTER_SOURCE = Path(__file__).parent / "platform" / "monitor" / "filter_msf.py"
 
 
 def _count(text: str) -> int:
@@ -49,7 +50,7 @@ def _name(text: str) -> str:
 
 
 FIELDS = {"model": _name, "plan": _name, "board": _name, "clock": _choice(CLOCKS),
-          "cycles": _count, "us": _count, "arena": _count, "arena_pred": _count,
+          "hz": _count, "cycles": _count, "us": _count, "arena": _count, "arena_pred": _count,
           "stack": _count, "ram": _count, "ram_pred": _count, "macs": _count,
           "crc": _crc, "crc_ref": _crc, "status": _choice(STATUSES)}
 
@@ -123,9 +124,21 @@ def verdict_line(record: dict, plan: dict | None = None) -> str:
              f"{record['us'] / 1000:.1f} ms", f"crc {crc}"]
     if plan and plan.get("macs") is not None and record["macs"] != plan["macs"]:
         parts.append("macs MISMATCH")
+    predicted = predicted_cycles(record, plan)
+    if predicted:
+        parts.append(f"cycles {record['cycles']} vs predicted {predicted} "
+                     f"({record['cycles'] / predicted - 1:+.1%})")
     if record["status"] != "ok":
         parts.append(f"board status={record['status']}")
     return "  -> " + ", ".join(parts)
+
+
+def predicted_cycles(record: dict, plan: dict | None) -> int | None:
+    """The latency cost model's cycles for the record's board, if plan.json has them (a
+    plan solved for that board)."""
+    if not plan or not plan.get("predicted_cycles") or plan.get("board") != record["board"]:
+        return None
+    return int(plan["predicted_cycles"])
 
 
 def _table(rows: list[list[str]], right: range) -> str:
@@ -141,18 +154,22 @@ def render_report(records: list[dict], plan: dict | None = None) -> str:
     cycles, MACs/cycle, CRC verdict; then a summary line."""
     if not records:
         return "no MSF result lines"
+    timed = any(predicted_cycles(r, plan) for r in records)
     rows = [["model", "plan", "board", "arena", "pred", "stack", "RAM", "RAM pred", "ms",
-             "cycles", "MACs/cycle", "crc", "verdict"]]
+             "cycles", *(["cycles pred"] if timed else []), "MACs/cycle", "crc", "verdict"]]
     for r in records:
+        predicted = predicted_cycles(r, plan)
         rows.append([r["model"], r["plan"], r["board"], str(r["arena"]), str(r["arena_pred"]),
                      str(r["stack"]), str(r["ram"]), str(r["ram_pred"]), f"{r['us'] / 1000:.1f}",
                      f"{r['cycles']} {r['clock']}",
+                     *([f"{predicted} ({r['cycles'] / predicted - 1:+.1%})" if predicted
+                        else "-"] if timed else []),
                      f"{r['macs'] / r['cycles']:.3f}" if r["cycles"] else "-",
                      "ok" if crc_ok(r, plan) else "MISMATCH",
                      "; ".join(problems(r, plan)) or "ok"])
     bad = sum(1 for r in records if problems(r, plan))
     summary = f"{len(records)} result(s): " + (f"{bad} not ok" if bad else "all ok")
-    return _table(rows, right=range(3, 11)) + "\n" + summary
+    return _table(rows, right=range(3, 12 if timed else 11)) + "\n" + summary
 
 
 def _export_rows(records, plan):
@@ -182,18 +199,3 @@ def read_csv(path) -> list[dict]:
     with open(path, newline="") as f:
         return [{**{k: FIELDS[k](row[k]) for k in FIELDS}, "verdict": row["verdict"]}
                 for row in csv.DictReader(f)]
-
-
-def install_filter(project_dir) -> bool:
-    """Copy the PlatformIO monitor filter to <project>/monitor/filter_msf.py (enable it with
-    ``monitor_filters = msf``). A file there that msf-pio did not write is left alone: returns
-    False then, True when the project has the current filter."""
-    dest = Path(project_dir) / "monitor" / "filter_msf.py"
-    if dest.exists():
-        if FILTER_MARKER not in dest.read_text(errors="replace"):
-            return False
-        if dest.read_bytes() == FILTER_SOURCE.read_bytes():
-            return True
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(FILTER_SOURCE, dest)
-    return True

@@ -25,7 +25,7 @@ def make_project(dst: Path, **options: str) -> Path:
             raise FileExistsError(f"{dst} exists and is not a demo copy made by msf-pio")
         shutil.rmtree(dst / "src")
         shutil.rmtree(dst / "test")
-    shutil.copytree(DEMO, dst, ignore=shutil.ignore_patterns(".pio", "monitor"),
+    shutil.copytree(DEMO, dst, ignore=shutil.ignore_patterns(".pio"),
                     dirs_exist_ok=True)
     (dst / ".msf-demo-copy").write_text("made by msf-pio; safe to delete\n")
     ini = dst / "platformio.ini"
