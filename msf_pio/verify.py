@@ -17,6 +17,7 @@ from .fusion.plan import Plan
 from .fusion.planner import feasible_plan
 from .model import load_model
 from .model.ir import Model
+from .model.calibration import load_calibration
 from .model.weights import calibration_inputs, materialize
 from .reference import run_model
 
@@ -33,16 +34,25 @@ def crc32(data: np.ndarray) -> int:
     return zlib.crc32(np.ascontiguousarray(data, dtype=np.int8).tobytes())
 
 
-def quantized_model(ref: str | Model) -> Model:
-    return materialize(ref if isinstance(ref, Model) else load_model(ref))
+def quantized_model(ref: str | Model, calibration: str | None = None,
+                    input_range: tuple[float, float] | None = None) -> Model:
+    """The model quantized; a float model is calibrated on the .npy/.npz file or folder
+    `calibration`, else on random images in `input_range`."""
+    model = ref if isinstance(ref, Model) else load_model(ref)
+    batch = None
+    if calibration is not None and not model.quantized:
+        batch = load_calibration(calibration, model.input_shape)
+    return materialize(model, batch, input_range)
 
 
 def plan_for(model: Model, objective: str, max_overhead: float = math.inf,
-             ram_limit: float | None = None, cost_model: str = "exact") -> Plan:
+             ram_limit: float | None = None, cost_model: str = "exact",
+             board: str | None = None) -> Plan:
     if cost_model != "exact":
         raise MsfError("generated code follows the exact cost model (the paper model is for "
                        "comparison only)", where="cost_model")
-    return feasible_plan(build_graph(model, "exact"), objective, max_overhead, ram_limit)
+    return feasible_plan(build_graph(model, "exact"), objective, max_overhead, ram_limit,
+                         board=board)
 
 
 def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
