@@ -1,5 +1,5 @@
 """On the emulated boards, through PlatformIO (`pio run -e <board> -t upload`):
-1. the min-RAM plans of the paper models and mbv2-w0.35-r144 on the four boards: the MSF
+1. the min-RAM plans of the paper models and mbv2-w0.35-r144 on the five boards: the MSF
    result lines (measured arena and stack, cycles, CRC check);
 2. deterministic instruction counts (QEMU -icount; RISC-V mcycle = executed instructions) of
    fused vs vanilla plans of the three paper models, beside the predicted MAC overhead F.
@@ -14,7 +14,7 @@ from pathlib import Path
 from msf_pio.pio import bootstrap
 from msf_pio.pio.project import make_project, pio, result_lines
 
-BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144")
 FIELD = re.compile(r"(\w+)=(\S+)")
 
