@@ -1,7 +1,6 @@
 """Generated C against independent oracles: the tflite-micro runtime on the exported .tflite,
 random small CNNs with adversarial quantization under random fusion plans, and the cross
 toolchains with -Werror."""
-import os
 import random
 import shutil
 import subprocess
@@ -18,9 +17,10 @@ from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
 from msf_pio.model.spec import spec_to_model
-from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import run_model
 from msf_pio.verify import quantized_model, seeded_input
+
+from tests.cross import CROSS
 from tests.int8_models import (HEADS, POOLS, WEIGHTED, quantize_random, random_input,
                                 requantizing_head, single_op_model)
 from tests.random_models import small_specs
@@ -82,19 +82,6 @@ def test_random_models_random_plans(spec, seed):
         assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
     finally:
         build.close()
-
-
-CROSS = {
-    "cortex-m7": ["arm-none-eabi-gcc", "-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv5-d16"],
-    "cortex-m4": ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv4-sp-d16"],
-    "rv32imac": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs", "-march=rv32imac",
-                 "-misa-spec=2.2", "-mabi=ilp32"],
-    # no C library: the msf-qemu platform's string.h (what the runtime header includes)
-    "xtensa-lx106": ["xtensa-lx106-elf-gcc",
-                     f"-I{os.path.join(PLATFORM_DIR, 'xtensa', 'include')}"],
-}
 
 
 @pytest.mark.parametrize("target", CROSS)
