@@ -20,6 +20,24 @@ def _add_solve_options(p: argparse.ArgumentParser) -> None:
                    help="predict latency on this calibrated board (min_latency needs one)")
 
 
+def _add_schemes_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schemes", default=None, metavar="S[,S]",
+                   help="cache schemes fusion blocks may use (exact cost model): h-cache, "
+                        "line-buffer (default: both)")
+
+
+def _schemes(args) -> tuple[str, ...] | None:
+    from .fusion.exact_cost import SCHEMES
+    if args.schemes is None:
+        return None
+    names = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
+    bad = [s for s in names if s not in SCHEMES]
+    if bad or not names:
+        raise MsfError(f"unknown cache scheme {', '.join(bad) or repr(args.schemes)} "
+                       f"(expected {', '.join(SCHEMES)})", where="--schemes")
+    return names
+
+
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="FILE|DIR", help="float models: real inputs to "
                    "calibrate on (.npy/.npz images HWC or batches NHWC, or a folder of them)")
@@ -39,7 +57,7 @@ def _solve_from_args(args):
     return plan_model(args.model, objective=args.objective,
                       max_overhead=parse_max_overhead(args.max_overhead),
                       ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                      cost_model=args.cost_model, board=args.board)
+                      cost_model=args.cost_model, board=args.board, schemes=_schemes(args))
 
 
 def cmd_solve(args) -> int:
@@ -60,7 +78,7 @@ def cmd_pareto(args) -> int:
     from .fusion.graph import build_graph
     from .fusion.report import render_pareto
     from .model import load_model
-    graph = build_graph(load_model(args.model), args.cost_model)
+    graph = build_graph(load_model(args.model), args.cost_model, _schemes(args))
     plans = solvers.pareto(graph)
     if args.json:
         print(json.dumps([p.to_json() for p in plans], indent=2))
@@ -160,12 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("solve", help="find a fusion plan and print it")
     _add_solve_options(p)
+    _add_schemes_option(p)
     p.add_argument("--json", action="store_true", help="print the plan JSON")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
     p.add_argument("model")
     p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    _add_schemes_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png", help="also plot the frontier (needs matplotlib)")
     p.set_defaults(func=cmd_pareto)

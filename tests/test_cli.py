@@ -55,6 +55,7 @@ def test_infeasible_budget_exits_nonzero_and_names_nearest_plan(capsys):
     (["solve", "tiny", "--max-overhead", "-1"], "--max-overhead"),
     (["solve", "tiny", "--max-overhead", "0.9"], "--max-overhead"),
     (["solve", "nope.yaml"], "nope.yaml"),
+    (["solve", "tiny", "--schemes", "v-cache"], "--schemes"),
 ])
 def test_bad_options_are_one_line_errors(capsys, argv, words):
     code, out, err = run(capsys, *argv)
@@ -85,3 +86,14 @@ def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "msf_pio.cli", "solve", "tiny"],
                          capture_output=True, text=True, check=True).stdout
     assert "model tiny" in out
+
+
+def test_solve_names_the_scheme_of_each_block(capsys):
+    """F = 1 leaves only line-buffer blocks; --schemes h-cache keeps the paper's scheme alone."""
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1", "--json")
+    blocks = json.loads(out)["blocks"]
+    assert code == 0 and {b["scheme"] for b in blocks if b["first"] < b["last"]} == \
+        {"line-buffer"}
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
+                       "--schemes", "h-cache")
+    assert code == 0 and "line-buffer" not in out and "h-cache" in out

@@ -67,6 +67,23 @@ def brute_block(model, first, end):
     return macs, rows_max
 
 
+def brute_line_buffer(model, first, end):
+    """MACs of the block first..end as a line buffer: every layer computes, once and over the
+    whole width, its output rows up to the last row a consumer reads."""
+    layers, macs = model.layers, 0
+    last_row = {end + 1: layers[end].out_shape[0] - 1}
+    for l in range(end, first - 1, -1):
+        layer = layers[l]
+        rows = range(last_row[l + 1] + 1)
+        macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
+        reads = max(set().union(*(valid_rows(layer, r) for r in rows))) if layer.has_window \
+            else rows[-1]
+        for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+            if t > first:
+                last_row[t] = max(last_row.get(t, -1), reads)
+    return macs
+
+
 def check_model(model):
     graph = build_graph(model, "exact")
     assert graph.unfused_macs == sum(brute_layer_macs(l) for l in model.layers)
@@ -77,11 +94,35 @@ def check_model(model):
         end = e.last
         while model.layers[end].op in ir.HEAD_OPS:
             end -= 1
-        macs, rows = brute_block(model, e.first, end)
         head = sum(brute_layer_macs(model.layers[l]) for l in range(end + 1, e.last + 1))
+        rings = {b["tensor"]: b for b in e.detail["scratch"] if b["kind"] == "ring"}
+        if e.scheme == "line-buffer":          # ring rows: tests/test_line_buffer.py
+            assert e.macs == brute_line_buffer(model, e.first, end) + head
+            assert e.macs <= sum(brute_layer_macs(model.layers[l])
+                                 for l in range(e.first, e.last + 1))      # F <= 1
+            for t, b in rings.items():
+                assert b["cols"] == model.tensor_shape(t)[1]
+                assert b["bytes"] == b["rows"] * model.tensor_bytes(t) // model.tensor_shape(t)[0]
+            continue
+        assert e.scheme == "h-cache"
+        macs, rows = brute_block(model, e.first, end)
         assert e.macs == macs + head
-        rings = {b["tensor"]: b["rows"] for b in e.detail["scratch"] if b["kind"] == "ring"}
-        assert rings == rows
+        assert {t: b["rows"] for t, b in rings.items()} == rows
+
+
+def test_every_block_has_both_schemes():
+    """Every fusion block of two or more spatial layers is an H-cache and a line-buffer edge."""
+    model = load_model("mcunet-vww-5fps")
+    graph = build_graph(model, "exact")
+    blocks = {}
+    for e in graph.edges:
+        blocks.setdefault((e.first, e.last), set()).add(e.scheme)
+    for (first, last), schemes in blocks.items():
+        spatial = sum(model.layers[l].op in ir.SPATIAL_OPS for l in range(first, last + 1))
+        assert schemes == ({"single"} if first == last else
+                           {"h-cache", "line-buffer"} if spatial > 1 else {"h-cache"})
+    only = build_graph(model, "exact", schemes=("h-cache",))
+    assert {e.scheme for e in only.edges} == {"single", "h-cache"}
 
 
 def test_tiny_model_counts():

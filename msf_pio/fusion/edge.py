@@ -10,7 +10,7 @@ class Edge:
     last: int                  # last layer index (the edge enters tensor `last + 1`)
     ram: int                   # peak RAM bytes while this edge runs (its cost model's definition)
     macs: int                  # MACs it executes
-    scheme: str = "single"     # "single" | "h-cache"
+    scheme: str = "single"     # "single" | "h-cache" | "line-buffer"
     detail: dict = field(default_factory=dict, compare=False, hash=False)
 
     @property

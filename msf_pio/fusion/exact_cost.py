@@ -1,6 +1,9 @@
 """The `exact` cost model: the arena bytes and MACs our generated code really uses.
 
-Execution scheme it models (the C fused-block executor follows it step for step):
+A fusion block is costed once per cache scheme, as parallel edges the solvers choose between:
+the H-cache below (library/src/executor.c) and the line buffer (line_buffer.py,
+library/src/line_buffer.c: rings of whole rows, nothing recomputed). The H-cache, which the C
+fused-block executor follows step for step:
 - A fusion block produces its output one row at a time (a tile row); within a row it sweeps the
   columns left to right, each layer computing its output column by column on demand
   (H-cache: columns cached, rows recomputed for every tile row).
@@ -102,12 +105,22 @@ def _inputs(layer: Layer, index: int) -> list[int]:
     return [index, layer.skip] if layer.op == ir.ADD else [index]
 
 
+def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]:
+    """Input positions [lo, hi] along one axis that output position i of `layer` reads."""
+    if layer.op == ir.ADD:
+        return i, i
+    start = i * layer.stride - pad
+    return max(start, 0), min(start + layer.kernel - 1, in_len - 1)
+
+
 def _col_range(layer: Layer, x: int, in_width: int) -> tuple[int, int]:
     """Input columns [lo, hi] that output column x of `layer` reads."""
-    if layer.op == ir.ADD:
-        return x, x
-    start = x * layer.stride - layer.pad_left
-    return max(start, 0), min(start + layer.kernel - 1, in_width - 1)
+    return _input_range(layer, x, in_width, layer.pad_left)
+
+
+def _row_range(layer: Layer, y: int, in_height: int) -> tuple[int, int]:
+    """Input rows [lo, hi] that output row y of `layer` reads."""
+    return _input_range(layer, y, in_height, layer.pad_top)
 
 
 def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
@@ -237,7 +250,12 @@ def _tails(model: Model, end: int) -> list[int]:
     return tails
 
 
-def edges(model: Model) -> list[Edge]:
+SCHEMES = ("h-cache", "line-buffer")   # the cache schemes a fusion block may use
+
+
+def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
+    """Every single layer, and every fusion block once per cache scheme (parallel edges)."""
+    from .line_buffer import row_sweep      # it builds on this module's geometry
     _check(model)
     out = [_single(model, i) for i in range(model.n_layers)]
     for end, layer in enumerate(model.layers):
@@ -248,24 +266,38 @@ def edges(model: Model) -> list[Edge]:
         if lowest == end and len(tails) == 1:
             continue
         sched = block_schedule(model, end, lowest)
+        # one layer and a head computes every row once either way: the H-cache edge covers it
+        sweep = row_sweep(model, end, lowest) if "line-buffer" in schemes and lowest < end \
+            else None
         for first in range(end, lowest - 1, -1):
-            macs = sum(sched.layer_macs[l] for l in range(first, end + 1))
+            rings = {"h-cache": (sched.layer_macs, hcache_rings(model, sched, first))}
+            if sweep is not None and first < end:
+                rings["line-buffer"] = (sweep.layer_macs, sweep.rings(model, first))
             for last in tails:
                 if last == first:
                     continue
                 head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
-                ram, detail = _edge_ram(model, first, last,
-                                        block_scratch(model, sched, first, last))
-                out.append(Edge(first, last, ram, macs + head_macs, "h-cache", detail))
+                for scheme, (macs, ring) in rings.items():
+                    if scheme not in schemes:
+                        continue
+                    ram, detail = _edge_ram(model, first, last,
+                                            block_scratch(model, ring, end, last))
+                    out.append(Edge(first, last, ram,
+                                    sum(macs[l] for l in range(first, end + 1)) + head_macs,
+                                    scheme, detail))
     return out
 
 
-def block_scratch(model: Model, sched: BlockSchedule, first: int, last: int) -> list[dict]:
-    """The block's scratch buffers in arena order: a column ring per internal tensor, then for
-    an iterative head a one-pixel staging column and the int32 sums of global pooling."""
-    end = sched.end
-    out = [{"kind": "ring", "tensor": t, "rows": sched.ring_rows(t), "cols": sched.ring_cols[t],
-            "bytes": sched.ring_bytes(model, t)} for t in range(first + 1, end + 1)]
+def hcache_rings(model: Model, sched: BlockSchedule, first: int) -> list[dict]:
+    """A column ring per internal tensor of the H-cache block first..end."""
+    return [{"kind": "ring", "tensor": t, "rows": sched.ring_rows(t), "cols": sched.ring_cols[t],
+             "bytes": sched.ring_bytes(model, t)} for t in range(first + 1, sched.end + 1)]
+
+
+def block_scratch(model: Model, rings: list[dict], end: int, last: int) -> list[dict]:
+    """The block's scratch buffers in arena order: its rings, then for an iterative head a
+    one-pixel staging column and the int32 sums of global pooling."""
+    out = list(rings)
     if last > end:
         c = model.layers[end].cout
         out.append({"kind": "staging", "tensor": end + 1, "rows": 1, "cols": 1,

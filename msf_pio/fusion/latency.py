@@ -24,6 +24,7 @@ from ..model.ir import Model
 from .edge import Edge
 from .exact_cost import _column_sweep as column_sweep
 from .exact_cost import block_schedule, layer_macs
+from .line_buffer import row_sweep
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 
@@ -59,8 +60,9 @@ def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols
     return counts
 
 
-def edge_counts(model: Model, first: int, last: int) -> dict[str, int]:
-    """Feature counts of the edge first..last as the C executor runs it."""
+def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache") -> dict[str, int]:
+    """Feature counts of the edge first..last (a fusion block under `scheme`) as the C executor
+    runs it. A line buffer's ring slides (memmoves) are not a feature yet: not predicted."""
     layers = model.layers
     counts: dict[str, int] = {"edge.count": 1}
 
@@ -86,6 +88,12 @@ def edge_counts(model: Model, first: int, last: int) -> dict[str, int]:
         tile = oh if not (last > end or stream) else 1    # msf_run_edge's tile_rows
         add(_spatial_counts(layer, layer_macs(layer), ow * (oh // tile), [tile] * (oh // tile),
                             ow))
+        return counts
+    if scheme == "line-buffer":                       # every row once, one call per column
+        sweep = row_sweep(model, end, first)
+        for l in range(first, end + 1):
+            rows, cols = sweep.rows[l], layers[l].out_shape[1]
+            add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * cols, [1] * rows, cols))
         return counts
     sched = block_schedule(model, end, first)
     _, produced = column_sweep(model, end, first)
@@ -120,7 +128,7 @@ def instructions(counts: dict[str, int], coefficients: dict[str, float]) -> floa
 
 
 def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) -> float:
-    return instructions(edge_counts(model, edge.first, edge.last), coefficients)
+    return instructions(edge_counts(model, edge.first, edge.last, edge.scheme), coefficients)
 
 
 def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:

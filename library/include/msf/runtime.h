@@ -63,17 +63,25 @@ typedef struct {
     void *ctx;
 } msf_sink_t;
 
+/* How a fusion block caches its internal tensors. */
+enum msf_scheme {
+    MSF_H_CACHE = 0,      /* column rings, rows recomputed for every output row (msf-CNN) */
+    MSF_LINE_BUFFER = 1   /* rings of whole rows, nothing recomputed */
+};
+
 /* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally
  * ending in an iterative head (global average pooling, then maybe dense). */
 typedef struct {
     const msf_layer_t *layers;    /* n spatial layers, then the head layers */
     uint8_t n, head;              /* head: 0 none, 1 global avgpool, 2 global avgpool + dense */
     uint8_t stream;               /* 1: the network output, one pixel staged at out_offset */
+    uint8_t scheme;               /* enum msf_scheme (fusion blocks) */
     uint16_t first;               /* model tensor index of the block input */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
     const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
-    const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors */
+    const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors: column
+                                   * rings (H-cache) or rings of whole rows (line buffer) */
     uint32_t staging_offset;      /* head: one output pixel of the last spatial layer */
     uint32_t sums_offset;         /* head: int32 sums of global average pooling */
 } msf_block_t;
