@@ -188,9 +188,12 @@ def test_qdq_model_runs_close_to_onnxruntime(tmp_path):
     path = _qdq(tmp_path, True)
     model = materialize(load_model(path))
     step = model.layers[-1].q_out.scale
+    # We requantize in TFLite's fixed point, onnxruntime in float: a near-tie may round 1 LSB
+    # apart in any of the 8 layers and move later roundings. With onnxruntime 1.32.0
+    # (constraints.txt) the three inputs differ by at most 1 step; 2 leaves one near-tie of margin.
     for seed in range(3):
         x = _input((16, 16, 3), seed)
-        assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 4 * step
+        assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 2 * step
 
 
 def test_float_onnx_materializes(tmp_path):
