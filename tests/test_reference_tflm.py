@@ -16,7 +16,10 @@ from msf_pio.model.zoo import zoo_names
 from msf_pio.numerics import requantization
 from msf_pio.reference import layer_macs, model_macs, run_layer, run_model
 
-from .int8_models import (HEADS, POOLS, WEIGHTED, random_input, requantizing_head,
+from msf_pio.model import ir
+from msf_pio.model.ir import QParams
+
+from .int8_models import (HEADS, PIXEL, POOLS, WEIGHTED, random_input, requantizing_head,
                           single_op_model)
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
@@ -187,3 +190,37 @@ def test_mean_with_equal_quantization_is_still_mean():
     mean = assert_matches_tflm(model, x)
     average = run_model(replace(model, layers=[replace(model.layers[0], requantize=False)]), x)
     assert not np.array_equal(mean, average)
+
+
+# -- softmax and element-wise activations ----------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", sorted(PIXEL))
+def test_pixel_op_matches_tflm(case, seed):
+    shape, layers = PIXEL[case]
+    model = single_op_model(shape, layers, seed)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+@pytest.mark.parametrize("op", ir.PIXEL_OPS)
+def test_pixel_op_scale_sweep_matches_tflm(op):
+    """Input scales over three decades, output scales 0.1x to 30x the input's, leaky slopes in
+    [0, 1.5]: every rounding path of the fixed-point arithmetic, against TFLM."""
+    rng = np.random.default_rng(ir.PIXEL_OPS.index(op))
+    values = set()
+    for seed in range(25):
+        model = single_op_model((3, 4, 16), [{"op": op}], seed)
+        s_in = float(np.float32(10 ** rng.uniform(-3, 0)))
+        model = replace(model, q_input=QParams(s_in, int(rng.integers(-128, 128))))
+        if op not in ir.FIXED_OUTPUT_Q:
+            q_out = QParams(float(np.float32(s_in * 10 ** rng.uniform(-1, 1.5))),
+                            int(rng.integers(-128, 128)))
+            alpha = float(np.float32(rng.uniform(0, 1.5)))
+            model = replace(model, layers=[replace(model.layers[0], q_out=q_out, alpha=alpha)])
+        values |= set(assert_matches_tflm(model, random_input(model, seed)).reshape(-1).tolist())
+    assert len(values) > 30          # not a saturated corner
+
+
+def test_pixel_ops_count_no_macs():
+    model = single_op_model((1, 1, 9), PIXEL["softmax_logits"][1], 0)
+    assert [layer_macs(l) for l in model.layers] == [90, 0]
+    assert [exact_layer_macs(l) for l in model.layers] == [90, 0]
