@@ -216,14 +216,15 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
 
 def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.0
                        ) -> ActivationRequant:
-    """Integer parameters of an element-wise activation, as TFLite Micro's Prepare derives them
-    (float32 arithmetic on the float32 scales where TFLite computes in float)."""
+    """Integer parameters of an element-wise activation, as TFLite Micro's Prepare derives them:
+    double arithmetic on the float32 scales (TFLM's kernels widen before dividing; float32
+    division gives other multipliers, and other bytes on ties)."""
     s_in, s_out = np.float32(q_in.scale), np.float32(q_out.scale)
     offsets = (-q_in.zero_point, q_out.zero_point)
     if op == ir.HARD_SWISH:
-        hires = np.float32(1.0 / 128.0) * s_in
-        m1, e1 = _int16_multiplier(float(np.float32(hires / s_out)))
-        m2, e2 = _int16_multiplier(float(np.float32(hires / np.float32(3.0 / 32768.0))))
+        hires = float(s_in) / 128.0
+        m1, e1 = _int16_multiplier(hires / float(s_out))
+        m2, e2 = _int16_multiplier(hires / (3.0 / 32768.0))
         if not -15 <= e1 <= 0 or not -15 <= e2 <= 15:
             raise ValueError(f"hard_swish scales {q_in.scale} -> {q_out.scale} are outside "
                              "TFLite's int16 fixed-point range")
@@ -231,8 +232,8 @@ def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.
     if op == ir.LEAKY_RELU:
         if not alpha >= 0:
             raise ValueError(f"leaky_relu alpha {alpha} must be >= 0")
-        m1, e1 = quantize_multiplier(float(np.float32(s_in / s_out)))
-        m2, e2 = quantize_multiplier(float(np.float32(s_in * np.float32(alpha)) / s_out))
+        m1, e1 = quantize_multiplier(float(s_in) / float(s_out))
+        m2, e2 = quantize_multiplier(float(s_in) * float(np.float32(alpha)) / float(s_out))
         return ActivationRequant(*offsets, int(m1), int(e1), int(m2), int(e2))
     if op == ir.LOGISTIC:
         real = float(s_in) * float(1 << (31 - LOGISTIC_INPUT_BITS))
