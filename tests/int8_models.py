@@ -34,8 +34,9 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
         weights = None
         if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
             q_out = q_in
-        elif layer.op in ir.PIXEL_OPS:
-            q_out = ir.FIXED_OUTPUT_Q.get(layer.op) or random_qparams(rng)
+        elif layer.op in ir.PIXEL_OPS:      # hard_swish: TFLite needs s_out >= s_in / 128
+            q_out = ir.FIXED_OUTPUT_Q.get(layer.op) or QParams(
+                f32(q_in.scale * rng.uniform(0.3, 2.0)), int(rng.integers(-128, 128)))
         elif layer.op == ir.ADD:
             top = max(q_in.scale, q[layer.skip].scale)
             q_out = QParams(f32(top * rng.uniform(0.5, 2.5)), int(rng.integers(-128, 128)))
