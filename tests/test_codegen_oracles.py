@@ -21,7 +21,7 @@ from msf_pio.reference import run_model
 from msf_pio.verify import quantized_model, seeded_input
 
 from tests.cross import CROSS
-from tests.int8_models import (HEADS, POOLS, WEIGHTED, quantize_random, random_input,
+from tests.int8_models import (HEADS, PIXEL, POOLS, WEIGHTED, quantize_random, random_input,
                                 requantizing_head, single_op_model)
 from tests.random_models import small_specs
 from tests.test_reference_tflm import tflm_run
@@ -118,3 +118,25 @@ def test_requantizing_gap_and_per_channel_dense_c_match_tflm(case, ratio):
     finally:
         for b in build:
             b.close()
+
+
+@pytest.mark.parametrize("case", sorted(PIXEL))
+def test_pixel_ops_c_match_tflm(case):
+    """Softmax and the element-wise activations in C, alone and fused into blocks (vanilla,
+    least RAM and random plans): TFLM's bytes, the predicted MACs and arena, sanitizer-clean."""
+    shape, layers = PIXEL[case]
+    model = single_op_model(shape, layers, seed=4)
+    x = random_input(model, 4)
+    expected = tflm_run(tflite_bytes(model), x).reshape(-1)
+    graph = build_graph(model, "exact")
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph),
+             random_plan(graph, random.Random(1)), random_plan(graph, random.Random(2))]
+    for plan in {tuple((e.first, e.last) for e in p.blocks): p for p in plans}.values():
+        build = HostBuild(generate(model, plan))
+        try:
+            assert np.array_equal(build.run(x).output, expected)
+            assert build.run(x, "count").figures["macs_counted"] == plan.macs
+            assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
+            assert np.array_equal(build.run(x, "sanitize").output, expected)
+        finally:
+            build.close()

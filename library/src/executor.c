@@ -24,6 +24,14 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
     case MSF_ADD:
         msf_add_column(l, in, in2, out, col, r0, r1);
         break;
+    case MSF_SOFTMAX:
+        msf_softmax_column(l, in, out, col, r0, r1);
+        break;
+    case MSF_HARD_SWISH:
+    case MSF_LEAKY_RELU:
+    case MSF_LOGISTIC:
+        msf_activation_column(l, in, out, col, r0, r1);
+        break;
     default:
         msf_pool_column(l, in, out, col, r0, r1);
         break;

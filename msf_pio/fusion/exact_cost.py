@@ -11,6 +11,8 @@ fused-block executor follows step for step:
   skip tensor inside a block needs more columns than its 1x1 consumer alone); the block input is
   read in place from the arena. Padding taps are skipped, so rows and columns are clipped to the
   tensor, and MACs count only real taps (DESIGN.md section 5).
+- Pixel ops (softmax over the channels, element-wise activations) are 1 x 1 windows: they fuse
+  like any spatial layer, need one column of their input and count no MACs.
 - A block may end with global average pooling (int32 accumulators) and a dense layer after it, so
   the last feature map is never stored whole.
 - A residual skip tensor made before an edge and added during or after it stays alive in the arena;
@@ -55,7 +57,7 @@ def layer_macs(layer: Layer) -> int:
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c * layer.cout
-    return 0   # add: elementwise, no multiply-accumulate
+    return 0   # add and pixel ops: no multiply-accumulate
 
 
 def _row_taps(layer: Layer) -> np.ndarray:

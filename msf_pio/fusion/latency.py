@@ -40,6 +40,8 @@ FEATURES = (
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == 1 else "conv"
+    if layer.op in ir.PIXEL_OPS:
+        return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.MAX_POOL: "pool", ir.AVG_POOL: "pool",
             ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
 
