@@ -89,11 +89,15 @@ def test_console_script_runs():
 
 
 def test_solve_names_the_scheme_of_each_block(capsys):
-    """F = 1 leaves only line-buffer blocks; --schemes h-cache keeps the paper's scheme alone."""
+    """F = 1 leaves line-buffer blocks and tiles of one tile (their height in tile_rows);
+    --schemes h-cache keeps the paper's scheme alone."""
     code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1", "--json")
-    blocks = json.loads(out)["blocks"]
-    assert code == 0 and {b["scheme"] for b in blocks if b["first"] < b["last"]} == \
-        {"line-buffer"}
+    blocks = [b for b in json.loads(out)["blocks"] if b["first"] < b["last"]]
+    assert code == 0 and {b["scheme"] for b in blocks} == {"line-buffer", "tiles"}
+    assert all(b["tile_rows"] > 1 for b in blocks if b["scheme"] == "tiles")
     code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
                        "--schemes", "h-cache")
-    assert code == 0 and "line-buffer" not in out and "h-cache" in out
+    assert code == 0 and "line-buffer" not in out and "tiles" not in out and "h-cache" in out
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
+                       "--schemes", "tiles")
+    assert code == 0 and "tiles t=" in out and "line-buffer" not in out
