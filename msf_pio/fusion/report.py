@@ -45,7 +45,8 @@ def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:
     return "\n".join(lines)
 
 
-def plot_pareto(graph: FusionGraph, plans: list[Plan], path: str) -> None:
+def plot_pareto(graph: FusionGraph, frontiers: dict[str, list[Plan]], path: str) -> None:
+    """Each frontier (label -> plans by increasing RAM) as a step line of F over peak RAM."""
     from ..errors import MsfError
     try:
         import matplotlib
@@ -54,8 +55,11 @@ def plot_pareto(graph: FusionGraph, plans: list[Plan], path: str) -> None:
     except ImportError:
         raise MsfError("--plot needs matplotlib (pip install matplotlib)") from None
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.step([p.peak_ram / 1000 for p in plans], [p.overhead for p in plans], where="post",
-            marker="o")
+    for label, plans in frontiers.items():
+        ax.step([p.peak_ram / 1000 for p in plans], [p.overhead for p in plans], where="post",
+                marker="o", markersize=3, label=label)
+    if len(frontiers) > 1:
+        ax.legend()
     ax.set_xlabel("peak RAM (kB)")
     ax.set_ylabel("MAC overhead F")
     ax.set_title(f"{graph.model.name}: RAM/MAC Pareto frontier ({graph.cost_model})")
