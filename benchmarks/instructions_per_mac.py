@@ -91,8 +91,8 @@ def per_layer_macs(model, plan) -> list[int]:
         if not e.fused:
             macs[e.first] = e.macs
             continue
-        sweep = row_sweep if e.scheme == "line-buffer" else block_schedule
-        sched = sweep(model, e.last, e.first)
+        sched = row_sweep(model, e.last, e.first) if e.scheme == "line-buffer" else \
+            block_schedule(model, e.last, e.first, e.tile_rows)
         for l in range(e.first, e.last + 1):
             macs[l] = sched.layer_macs[l]
     assert sum(macs) == plan.macs

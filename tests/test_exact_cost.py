@@ -1,6 +1,7 @@
 """The exact cost model against independent counts: explicit loops over pixels, taps and tiles."""
 from hypothesis import HealthCheck, given, settings
 
+from msf_pio.fusion.exact_cost import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
 from msf_pio.model.spec import spec_to_model
@@ -37,7 +38,7 @@ def brute_layer_macs(layer):
     return sum(pixel_macs(layer, r, c) for r in range(h) for c in range(w))
 
 
-def brute_block(model, first, end):
+def brute_block(model, first, end, tile_rows=1):
     """MACs and ring rows of the block first..end (spatial), tile by tile with row sets.
 
     A tensor provides a contiguous run of rows per tile and of columns per sweep (the hull of
@@ -51,8 +52,9 @@ def brute_block(model, first, end):
         for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
             if t >= first:
                 cols[t] = set(range(max(cols.get(t, set()) | ins) + 1))
-    for y in range(layers[end].out_shape[0]):
-        need = {end + 1: {y}}
+    height = layers[end].out_shape[0]
+    for y in range(0, height, tile_rows):
+        need = {end + 1: set(range(y, min(y + tile_rows, height)))}
         for l in range(end, first - 1, -1):
             layer = layers[l]
             rows = need[l + 1]
@@ -104,25 +106,35 @@ def check_model(model):
                 assert b["cols"] == model.tensor_shape(t)[1]
                 assert b["bytes"] == b["rows"] * model.tensor_bytes(t) // model.tensor_shape(t)[0]
             continue
-        assert e.scheme == "h-cache"
-        macs, rows = brute_block(model, e.first, end)
+        assert e.scheme in ("h-cache", "tiles") and (e.tile_rows == 1) == (e.scheme == "h-cache")
+        macs, rows = brute_block(model, e.first, end, e.tile_rows)
         assert e.macs == macs + head
         assert {t: b["rows"] for t, b in rings.items()} == rows
+        staging = [b for b in e.detail["scratch"] if b["kind"] == "staging"]
+        assert all(b["bytes"] == e.tile_rows * model.layers[end].cout for b in staging)
 
 
-def test_every_block_has_both_schemes():
-    """Every fusion block of two or more spatial layers is an H-cache and a line-buffer edge."""
+def test_every_block_has_every_scheme():
+    """Every fusion block of two or more spatial layers is an H-cache edge, a line-buffer edge
+    and a tiles edge per tile height (capped at the block's output height)."""
     model = load_model("mcunet-vww-5fps")
     graph = build_graph(model, "exact")
     blocks = {}
     for e in graph.edges:
-        blocks.setdefault((e.first, e.last), set()).add(e.scheme)
+        blocks.setdefault((e.first, e.last), set()).add((e.scheme, e.tile_rows))
     for (first, last), schemes in blocks.items():
-        spatial = sum(model.layers[l].op in ir.SPATIAL_OPS for l in range(first, last + 1))
-        assert schemes == ({"single"} if first == last else
-                           {"h-cache", "line-buffer"} if spatial > 1 else {"h-cache"})
+        end = max((l for l in range(first, last + 1) if model.layers[l].op in ir.SPATIAL_OPS),
+                  default=first)
+        spatial = end - first + 1
+        tiles = {("tiles", min(t, model.layers[end].out_shape[0])) for t in TILE_ROWS} - \
+            {("tiles", 1)}
+        assert schemes == ({("single", 1)} if first == last else
+                           {("h-cache", 1), ("line-buffer", 1)} | tiles if spatial > 1
+                           else {("h-cache", 1)})
     only = build_graph(model, "exact", schemes=("h-cache",))
     assert {e.scheme for e in only.edges} == {"single", "h-cache"}
+    assert {e.scheme for e in build_graph(model, "exact", schemes=("tiles",)).edges} == \
+        {"single", "tiles"}
 
 
 def test_tiny_model_counts():

@@ -13,7 +13,8 @@ from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
-from msf_pio.reference.line_buffer import RingError, run_block, run_plan
+from msf_pio.reference.line_buffer import RingError, run_block
+from msf_pio.reference.plan import run_plan
 from msf_pio.verify import quantized_model, seeded_input
 from tests.random_models import small_specs
 from tests.test_exact_cost import pixel_macs
@@ -59,10 +60,11 @@ def test_tiny_blocks_through_the_reference():
 
 @pytest.mark.parametrize("name", ["mbv2-w0.35-paper", "mcunet-vww-5fps"])
 def test_zoo_plans_through_the_reference(name):
-    """A plan of line-buffer blocks (F = 1) and a mixed one give the unfused output."""
+    """Plans of line-buffer blocks and H-cache blocks (F = 1, no tiles) give the unfused
+    output."""
     model = quantized_model(name)
     x = seeded_input(model, 0)
-    graph = build_graph(model, "exact")
+    graph = build_graph(model, "exact", schemes=("h-cache", "line-buffer"))
     ref = run_model(model, x)
     for fmax in (1.0, 1.3):
         plan = solvers.p1_min_ram(graph, fmax)
@@ -71,9 +73,10 @@ def test_zoo_plans_through_the_reference(name):
 
 
 def test_f_one_needs_no_recomputation():
-    """At F = 1 every fusion block is a line buffer, and it beats every H-cache-only plan."""
+    """At F = 1 every fusion block is a line buffer (tiles aside), and it beats every
+    H-cache-only plan."""
     model = quantized_model("mn2-vww5-paper")
-    graph = build_graph(model, "exact")
+    graph = build_graph(model, "exact", schemes=("h-cache", "line-buffer"))
     plan = solvers.p1_min_ram(graph, 1.0)
     assert plan.overhead <= 1.0
     assert all(e.scheme in ("single", "line-buffer") for e in plan.blocks)
@@ -87,7 +90,8 @@ def test_random_line_buffer_plans_in_c(spec):
     """Generated C of a random model's least-RAM plan at F = 1 (line-buffer blocks) is the
     reference's bytes, with the predicted MACs and arena high-water, sanitizer-clean."""
     model = quantized_model(spec_to_model(spec))
-    plan = solvers.p1_min_ram(build_graph(model, "exact"), 1.0)
+    plan = solvers.p1_min_ram(build_graph(model, "exact", schemes=("h-cache", "line-buffer")),
+                              1.0)
     x = seeded_input(model, 0)
     ref = run_model(model, x).reshape(-1)
     build = HostBuild(generate(model, plan))

@@ -56,8 +56,9 @@ static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
     }
 }
 
-/* The view the block's last spatial layer writes: one staged pixel for a head (whose int32
- * sums start at 0) or a streamed output, else the whole output tensor. */
+/* The view the block's last spatial layer writes: a staged column of one tile's rows for a
+ * head (whose int32 sums start at 0), one staged pixel for a streamed output (H-cache tiles of
+ * one row), else the whole output tensor. */
 static inline msf_view_t msf_output_view(const msf_block_t *b, int8_t *arena, int8_t *out)
 {
     const msf_layer_t *last = &b->layers[b->n - 1];
@@ -98,10 +99,11 @@ static inline void msf_emit(const msf_block_t *b, const msf_sink_t *sink, int32_
 static inline void msf_pixel_done(const msf_block_t *b, int8_t *arena, const msf_sink_t *sink,
                                   const msf_view_t *staged, int32_t row, int32_t col)
 {
+    const int8_t *pixel = msf_pixel(staged, row, col);
     if (b->head) {
-        msf_gap_accumulate(&b->layers[b->n], staged->base, arena + b->sums_offset);
+        msf_gap_accumulate(&b->layers[b->n], pixel, arena + b->sums_offset);
     } else {
-        msf_emit(b, sink, row, col, staged->base, b->layers[b->n - 1].out_c);
+        msf_emit(b, sink, row, col, pixel, b->layers[b->n - 1].out_c);
     }
 }
 

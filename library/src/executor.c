@@ -1,10 +1,10 @@
 /* The edge executor: single layers, and fusion blocks under msf-CNN's H-cache (a line-buffer
- * block goes to line_buffer.c). An H-cache block produces its output one row at a time
- * (a tile row); within a row it sweeps the columns left to right and every layer computes its
- * output column by column on demand, reading its input from a column ring (or, for the block's
- * first layer, from the whole input tensor). Rows are recomputed for every tile row; columns are
- * cached. The Python twin of this schedule is msf_pio/fusion/exact_cost.py, which sizes the
- * rings by simulating exactly this order. */
+ * block goes to line_buffer.c). An H-cache block produces its output one tile at a time: a tile
+ * is tile_rows output rows (msf-CNN: one). Within a tile it sweeps the columns left to right and
+ * every layer computes its output column (the rows the tile needs of it) on demand, reading its
+ * input from a column ring (or, for the block's first layer, from the whole input tensor). The
+ * rows two tiles share are recomputed for each; columns are cached. The Python twin of this
+ * schedule is msf_pio/fusion/exact_cost.py, which sizes the rings by simulating this order. */
 #include "edge.h"
 
 #ifdef MSF_COUNT_MACS
@@ -72,10 +72,12 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
     view[n] = msf_output_view(b, arena, out);
     msf_skip_views(b, arena, input, skip);
 
-    /* A fused block computes one output row per tile row (rows are recomputed, columns are
+    /* A fused block computes tile_rows output rows per tile (rows are recomputed, columns are
      * cached); a single layer writing a whole tensor is one tile of all its rows, so every
      * kernel call computes a whole output column and the bookkeeping below runs once. */
-    const int32_t tile_rows = n == 1 && !b->head && !b->stream ? last->out_h : 1;
+    const int staged = b->head || b->stream;
+    const int32_t tile_rows = n == 1 && !staged ? last->out_h
+                              : b->tile_rows > 1 ? b->tile_rows : 1;
     for (int32_t y = 0; y < last->out_h; y += tile_rows) {
         /* rows each tensor provides for this tile row: back-propagate, hull over consumers */
         for (int32_t t = 0; t < n; t++) {
@@ -83,7 +85,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
             hi[t] = -1;
         }
         lo[n] = y;
-        hi[n] = y + tile_rows;
+        hi[n] = y + tile_rows < last->out_h ? y + tile_rows : last->out_h;
         for (int32_t l = n - 1; l >= 0; l--) {
             int32_t a = lo[l + 1], z = hi[l + 1];
             if (L[l].op != MSF_ADD) {
@@ -103,7 +105,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
             view[t].row0 = lo[t];
             produced[t] = -1;
         }
-        if (b->head || b->stream) {
+        if (staged) {
             view[n].row0 = y;
         }
         for (int32_t l = 0; l < n; l++) {
@@ -121,8 +123,8 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
                 msf_layer_column(&L[l], &view[l], in2, &view[l + 1], next[l], lo[l + 1],
                                  hi[l + 1]);
                 produced[l + 1] = next[l]++;
-                if (l == n - 1) {
-                    msf_pixel_done(b, arena, sink, &view[n], y, next[l] - 1);
+                for (int32_t r = lo[n]; l == n - 1 && staged && r < hi[n]; r++) {
+                    msf_pixel_done(b, arena, sink, &view[n], r, next[l] - 1);
                 }
             }
         }

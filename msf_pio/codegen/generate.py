@@ -22,7 +22,8 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC"}
-SCHEMES = {"h-cache": "MSF_H_CACHE", "line-buffer": "MSF_LINE_BUFFER"}   # enum msf_scheme
+SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
+           "line-buffer": "MSF_LINE_BUFFER"}
 MAX_KERNEL = 11          # library/src/kernels/window.h
 EXTERNAL = "MSF_EXTERNAL"
 
@@ -115,6 +116,7 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
               "stream": int(model.stream_output and e.last + 1 == model.n_layers),
               "scheme": SCHEMES.get(e.scheme, SCHEMES["h-cache"]),
               "first": e.first,
+              **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
               "in_offset": _offset(el.offsets, model, e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el.offsets, model, out_t)

@@ -209,7 +209,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "model": model.name, "plan": plan.label, "objective": plan.objective,
         "cost_model": options.cost_model, "output": options.output,
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
-        "blocks": [[e.first, e.last, e.scheme] for e in plan.blocks if e.fused],
+        "blocks": [[e.first, e.last, e.label] for e in plan.blocks if e.fused],
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
         "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
         "board_ram": facts.ram,

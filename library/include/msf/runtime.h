@@ -71,7 +71,8 @@ typedef struct {
 
 /* How a fusion block caches its internal tensors. */
 enum msf_scheme {
-    MSF_H_CACHE = 0,      /* column rings, rows recomputed for every output row (msf-CNN) */
+    MSF_H_CACHE = 0,      /* column rings, output rows in tiles of tile_rows rows (msf-CNN:
+                           * one), the rows two tiles share recomputed for each */
     MSF_LINE_BUFFER = 1   /* rings of whole rows, nothing recomputed */
 };
 
@@ -83,6 +84,7 @@ typedef struct {
     uint8_t stream;               /* 1: the network output, one pixel staged at out_offset */
     uint8_t scheme;               /* enum msf_scheme (fusion blocks) */
     uint16_t first;               /* model tensor index of the block input */
+    uint16_t tile_rows;           /* H-cache: output rows per tile (0 means 1) */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
     const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
