@@ -49,5 +49,6 @@ def test_mlperf_tiny_round_trip_is_bit_exact_with_tflm(name, tmp_path):
             assert build.run(inputs[0], "count").figures["macs_counted"] == plan.macs
         finally:
             build.close()
-    if name == "mlperf-tiny-vww":     # fusion pays: least RAM far below vanilla
-        assert plans[2].peak_ram < plans[1].peak_ram < plans[0].peak_ram
+    if name == "mlperf-tiny-vww":     # fusion pays: least RAM far below vanilla (with row tiles,
+        # F <= 1.3 already reaches the F = inf floor)
+        assert plans[2].peak_ram <= plans[1].peak_ram < plans[0].peak_ram / 4
