@@ -330,3 +330,115 @@ def test_softmax_over_another_axis_is_refused(tmp_path):
     path = _save(tmp_path, nodes, [], in_shape=(1, 3, 4, 4), out_shape=[1, 3, 4, 4])
     with pytest.raises(MsfError, match="node 'sm' \\(Softmax\\): axis 3 of a rank-4 tensor"):
         load_onnx(path)
+
+
+# -- explicit Pad ----------------------------------------------------------------------------
+def _pad(name, src, dst, pads, value=None, opset=13):
+    """A Pad node (pads as [N, C, H, W begins, N, C, H, W ends]) and its initializers."""
+    inits = [numpy_helper.from_array(np.asarray(pads, np.int64), f"{name}_pads")]
+    inputs = [src, f"{name}_pads"]
+    if value is not None:
+        inits.append(_init(f"{name}_value", value=value))
+        inputs.append(f"{name}_value")
+    return helper.make_node("Pad", inputs, [dst], name=name), inits
+
+
+def pad_net(tmp_path, lowest=True):
+    """Pad(0) -> Conv VALID; Relu; Pad(0) -> MaxPool (zeros never win after a ReLU); Pad(0) ->
+    depthwise with its own asymmetric pads; [Pad(-inf) -> MaxPool]; GAP -> Flatten -> Gemm."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
+             _init("wg", (4, 6)), _init("bg", (4,), scale=0.1)]
+    p1, i1 = _pad("pad1", "x", "x_p", [0, 0, 1, 2, 0, 0, 2, 1])
+    p2, i2 = _pad("pad2", "r", "r_p", [0, 0, 1, 1, 0, 0, 1, 1], value=0.0)
+    p3, i3 = _pad("pad3", "m", "m_p", [0, 0, 0, 0, 0, 0, 1, 1])
+    nodes = [p1, helper.make_node("Conv", ["x_p", "w1", "b1"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"), p2,
+             helper.make_node("MaxPool", ["r_p"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                              name="mp"), p3,
+             helper.make_node("Conv", ["m_p", "wd"], ["d"], pads=[1, 1, 0, 0], group=6,
+                              name="dw")]
+    inits += i1 + i2 + i3
+    last = "d"
+    if lowest:
+        p4, i4 = _pad("pad4", "d", "d_p", [0, 0, 1, 0, 0, 0, 0, 1], value=-np.inf)
+        nodes += [p4, helper.make_node("MaxPool", ["d_p"], ["m2"], kernel_shape=[2, 2],
+                                       name="mp2")]
+        inits += i4
+        last = "m2"
+    nodes += [helper.make_node("GlobalAveragePool", [last], ["g"], name="gap"),
+              helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+              helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc")]
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 13, 12), out_shape=[1, 4],
+                 name=f"pad{int(lowest)}.onnx")
+
+
+def test_pad_folds_into_the_window_after_it(tmp_path):
+    path = pad_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [(l.op, l.in_shape, l.out_shape, l.pad) for l in model.layers[:4]] == [
+        ("conv2d", (13, 12, 3), (14, 13, 6), (1, 2, 2, 1)),
+        ("max_pool", (14, 13, 6), (7, 7, 6), (1, 1, 1, 1)),
+        ("depthwise_conv2d", (7, 7, 6), (7, 7, 6), (1, 1, 1, 1)),
+        ("max_pool", (7, 7, 6), (7, 7, 6), (1, 0, 0, 1))]
+    for seed in range(3):
+        x = _input((13, 12, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+
+
+class _PadReader(CalibrationDataReader):
+    def __init__(self, shape, n=4):
+        self.inputs = iter({"x": _input(shape, 10 + i)} for i in range(n))
+
+    def get_next(self):
+        return next(self.inputs, None)
+
+
+def test_qdq_pad_folds_and_runs_close_to_onnxruntime(tmp_path):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / "pad_qdq.onnx"
+    quantize_static(str(pad_net(tmp_path, lowest=False)), str(path), _PadReader((1, 3, 13, 12)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    assert sum(n.op_type == "Pad" for n in onnx.load(path).graph.node) == 3
+    model = load_onnx(path)
+    assert model.quantized
+    assert [l.pad for l in model.layers[:3]] == [(1, 2, 2, 1), (1, 1, 1, 1), (1, 1, 1, 1)]
+    q_out = model.layers[-1].q_out
+    for seed in range(3):
+        x = _input((13, 12, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+@pytest.mark.parametrize("case, message", [
+    ("value", "node 'pad' \\(Pad\\): pads with 0.5: before a Conv only 0 folds"),
+    ("channels", "node 'pad' \\(Pad\\): pads \\[0, 1, 0, 0, 0, 0, 0, 0\\]: only non-negative"),
+    ("negative", "node 'pad' \\(Pad\\): pads \\[0, 0, -1, 0, 0, 0, 0, 0\\]"),
+    ("reflect", "node 'pad' \\(Pad\\): mode reflect: only constant padding"),
+    ("avgpool", "node 'ap' \\(AveragePool\\): reads the output of Pad 'pad'.*divides by the taps"),
+    ("maxpool", "node 'pad' \\(Pad\\): pads with 0.0: before a MaxPool only -inf"),
+    ("output", "output 'y': must be the output of the last layer"),
+    ("two_readers", "node 'pad' \\(Pad\\): a Pad must be read by exactly one Conv or MaxPool"),
+])
+def test_pad_that_does_not_fold_is_refused_in_one_line(tmp_path, case, message):
+    pads = {"channels": [0, 1, 0, 0, 0, 0, 0, 0],
+            "negative": [0, 0, -1, 0, 0, 0, 0, 0]}.get(case, [0, 0, 1, 1, 0, 0, 1, 1])
+    pad, inits = _pad("pad", "x", "y" if case == "output" else "p", pads,
+                      value=0.5 if case == "value" else None)
+    if case == "reflect":
+        pad.attribute.append(helper.make_attribute("mode", "reflect"))
+    inits.append(_init("w", (4, 3, 3, 3)))
+    reader = {"avgpool": helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3],
+                                          name="ap"),
+              "maxpool": helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3],
+                                          name="mp")}.get(
+        case, helper.make_node("Conv", ["p", "w"], ["y"], name="conv"))
+    nodes = [pad] if case == "output" else [pad, reader]
+    if case == "two_readers":
+        nodes = [pad, helper.make_node("Conv", ["p", "w"], ["c"], name="conv"),
+                 helper.make_node("Add", ["c", "p"], ["y"], name="add")]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8))
+    with pytest.raises(MsfError, match=message) as info:
+        load_onnx(path)
+    assert "\n" not in str(info.value)

@@ -3,7 +3,8 @@
 Supported: Conv (groups 1 or depthwise), BatchNormalization, Relu and Clip(0, 6) folded into
 the layer before, Add (residual, or a bias after a conv/dense), MaxPool, AveragePool,
 GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense), Softmax over the channels,
-HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A float file comes back
+HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A spatial Pad
+(constant 0) folds into the padding of the Conv or MaxPool that alone reads it (see `_pad`). A float file comes back
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
 comes back quantized with the file's own scales and zero points.
 
@@ -83,6 +84,9 @@ class _Importer:
         self.consumers.update(self._name(o.name) for o in self.graph.output)
         self.tensor: dict[str, int] = {}     # float tensor name -> IR tensor index
         self.flat: set[str] = set()          # Flatten/Reshape outputs (dense inputs only)
+        # Pad outputs waiting for the window node that reads them: (top, left, bottom, right),
+        # the real pad value and the Pad node (for errors)
+        self.padded: dict[str, tuple[tuple[int, int, int, int], float, NodeProto]] = {}
         self.qp: dict[int, QParams] = {}
         self.layers: list[Layer] = []
         self.params: list[FloatWeights | None] = []
@@ -109,7 +113,7 @@ class _Importer:
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
                     "MatMul": self._dense, "Softmax": self._pixel_op,
                     "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
-                    "Sigmoid": self._pixel_op}
+                    "Sigmoid": self._pixel_op, "Pad": self._pad}
         for node in self.view.nodes:
             self._current = node
             if node.op_type not in handlers:
@@ -152,7 +156,7 @@ class _Importer:
         if len(outputs) != 1:
             raise MsfError(f"needs exactly one graph output, has {len(outputs)}", source=self.path)
         name = self._name(outputs[0].name)
-        if self.tensor.get(name) != len(self.layers) or not self.layers:
+        if self.tensor.get(name) != len(self.layers) or not self.layers or name in self.padded:
             raise MsfError("must be the output of the last layer", source=self.path,
                            where=f"output '{outputs[0].name}'")
         dims = [d.dim_value for d in outputs[0].type.tensor_type.shape.dim]
@@ -172,11 +176,18 @@ class _Importer:
         return MsfError(message, source=self.path,
                         where=f"node '{node.name or node.output[0]}' ({node.op_type})")
 
-    def _input(self, node: NodeProto, flat: bool = False) -> int:
+    def _input(self, node: NodeProto, flat: bool = False, pad_ok: bool = False) -> int:
         """The IR tensor `node` reads: it must be the latest one (the IR is a chain)."""
         name = self._name(node.input[0])
         if name not in self.tensor:
             raise self._error(node, f"reads '{node.input[0]}', which no supported node produces")
+        if name in self.padded and not pad_ok:
+            pad = self.padded[name][2]
+            why = (" (an AveragePool divides by the taps inside its padded input, the zeros "
+                   "included: no pool padding computes that)" if node.op_type == "AveragePool"
+                   else "")
+            raise self._error(node, f"reads the output of Pad '{pad.name or pad.output[0]}': a "
+                                    f"Pad may only feed a Conv or a MaxPool{why}")
         t = self.tensor[name]
         if t != len(self.layers):
             raise self._error(node, f"reads the earlier tensor '{node.input[0]}': only a "
@@ -234,13 +245,17 @@ class _Importer:
         name = self._name(node.input[i])
         layer = self.layers[-1] if self.layers else None
         if (self.tensor.get(name) != len(self.layers) or layer is None or layer.op not in ops
-                or self.consumers[name] != 1 or name in self.flat):
+                or self.consumers[name] != 1 or name in self.flat or name in self.padded):
             raise self._error(node, f"must directly follow {what} whose output it alone reads")
         self.tensor[node.output[0]] = len(self.layers)
         self._set_q(node.output[0], len(self.layers))
         return layer
 
-    def _padding(self, node: NodeProto, h: int, w: int, k: int, s: int) -> tuple[int, ...]:
+    def _padding(self, node: NodeProto, h: int, w: int, k: int, s: int,
+                 explicit: tuple[int, ...] = (0, 0, 0, 0)) -> tuple[int, ...]:
+        """(top, left, bottom, right) of the window: its own padding of the (Pad-)padded
+        input, plus the `explicit` padding of a Pad folded into it."""
+        h, w = h + explicit[0] + explicit[2], w + explicit[1] + explicit[3]
         auto = self._attr(node, "auto_pad", "NOTSET")
         if auto in ("SAME_UPPER", "SAME_LOWER"):
             (top, bottom), (left, right) = same_padding(h, k, s), same_padding(w, k, s)
@@ -249,19 +264,24 @@ class _Importer:
             pad = (0, 0, 0, 0)
         else:
             pad = tuple(self._attr(node, "pads", [0, 0, 0, 0]))
+            if len(pad) != 4 or min(pad) < 0:
+                raise self._error(node, f"pads {list(pad)} must be 4 non-negative values")
+        pad = tuple(a + b for a, b in zip(pad, explicit))
         if max(pad) >= k:
             raise self._error(node, f"padding {list(pad)} must be smaller than the kernel {k}")
         return pad
 
-    def _window(self, node: NodeProto, op: str, shape: ir.Shape, k: list[int], cout: int) -> Layer:
-        """A window layer from the common Conv/Pool attributes (square kernel and stride)."""
+    def _window(self, node: NodeProto, op: str, shape: ir.Shape, k: list[int], cout: int,
+                explicit: tuple[int, ...] = (0, 0, 0, 0)) -> Layer:
+        """A window layer from the common Conv/Pool attributes (square kernel and stride), with
+        the `explicit` padding of a Pad before it."""
         strides = self._attr(node, "strides", [1, 1])
         if len(k) != 2 or k[0] != k[1] or strides[0] != strides[1]:
             raise self._error(node, f"needs a square 2-D kernel and stride, got {k} / {strides}")
         if any(d != 1 for d in self._attr(node, "dilations", [1, 1])):
             raise self._error(node, "dilated windows are not supported")
         h, w, _ = shape
-        pad = self._padding(node, h, w, k[0], strides[0])
+        pad = self._padding(node, h, w, k[0], strides[0], explicit)
         oh = conv_out(h, k[0], strides[0], pad[0], pad[2])
         ow = conv_out(w, k[0], strides[0], pad[1], pad[3])
         if self._attr(node, "ceil_mode", 0) and (oh, ow) != (
@@ -275,7 +295,8 @@ class _Importer:
 
     # -- ops ---------------------------------------------------------------------------------
     def _conv(self, node: NodeProto) -> None:
-        shape = self._shape(self._input(node))
+        shape = self._shape(self._input(node, pad_ok=True))
+        explicit = self._folded_pad(node, "a Conv")
         w = self._const(node, 1)
         c = shape[2]
         group = self._attr(node, "group", 1)
@@ -294,7 +315,7 @@ class _Importer:
                                     "(multiplier 1) convolutions are supported")
         if self._attr(node, "kernel_shape", list(w.shape[2:])) != list(w.shape[2:]):
             raise self._error(node, f"kernel_shape differs from the weight {list(w.shape)}")
-        layer = self._window(node, op, shape, list(w.shape[2:]), cout)
+        layer = self._window(node, op, shape, list(w.shape[2:]), cout, explicit)
         b = self._const(node, 2)
         b = np.zeros(cout) if b is None else b
         if b.shape != (cout,):
@@ -357,6 +378,9 @@ class _Importer:
         skip = min(t)
         shape = self._shape(skip)
         latest = self.layers[-1].out_shape
+        if any(n in self.padded for n in known):
+            raise self._error(node, "adds the output of a Pad (a Pad may only feed a Conv or "
+                                    "a MaxPool)")
         if shape != latest or any(n in self.flat for n in known):
             raise self._error(node, f"adds shapes {list(shape)} and {list(latest)} "
                                     "(no broadcasting)")
@@ -365,14 +389,86 @@ class _Importer:
         self._emit(node, Layer(op=ir.ADD, in_shape=latest, out_shape=latest, skip=skip))
 
     def _pool(self, node: NodeProto) -> None:
-        shape = self._shape(self._input(node))
+        op = ir.MAX_POOL if node.op_type == "MaxPool" else ir.AVG_POOL
+        shape = self._shape(self._input(node, pad_ok=op == ir.MAX_POOL))
+        explicit = self._folded_pad(node, "a MaxPool") if op == ir.MAX_POOL else (0, 0, 0, 0)
         if len(node.output) > 1 and node.output[1]:
             raise self._error(node, "the Indices output is not supported")
-        op = ir.MAX_POOL if node.op_type == "MaxPool" else ir.AVG_POOL
-        layer = self._window(node, op, shape, self._attr(node, "kernel_shape"), shape[2])
+        layer = self._window(node, op, shape, self._attr(node, "kernel_shape"), shape[2],
+                             explicit)
         if op == ir.AVG_POOL and self._attr(node, "count_include_pad", 0) and any(layer.pad):
             raise self._error(node, "count_include_pad=1 with padding (TFLite counts valid taps)")
         self._emit(node, layer)
+
+    def _pad(self, node: NodeProto) -> None:
+        """A spatial constant Pad: remembered, and folded into the padding of the Conv or
+        MaxPool that alone reads it (`_folded_pad`). Padding taps of a conv hold the zero point
+        (real 0), of a max pool they never win: the Pad is equivalent when it pads with 0 before
+        a conv, and before a max pool with -inf (or anything at or below the int8 minimum of a
+        QDQ file), or with 0 after a ReLU (nothing below 0 to beat). An AveragePool reading a
+        Pad is refused in `_input`: the padded taps count in its divisor there (ONNX's and
+        TFLite's pools average over every tap inside their input, and the Pad's zeros are
+        inside), while a padded window pool divides by the taps inside the unpadded input
+        (TFLite's SAME); no avg_pool of the IR computes the former."""
+        t = self._input(node)
+        mode = self._attr(node, "mode", "constant")
+        if mode != "constant":
+            raise self._error(node, f"mode {mode}: only constant padding is supported")
+        if self.opset < 11:
+            pads = np.asarray(self._attr(node, "pads", []), np.int64)
+            value = float(self._attr(node, "value", 0.0))
+        else:
+            pads = self._const(node, 1)
+            value = self._const(node, 2)
+            if pads is None:
+                raise self._error(node, "needs its pads input")
+            if value is not None and value.size != 1:
+                raise self._error(node, "constant_value must be a scalar")
+            value = 0.0 if value is None else float(value.reshape(()))
+            axes = self._const(node, 3)
+            if axes is not None:            # opset 18: pads for the listed axes only
+                axes = [int(a) % 4 for a in axes.reshape(-1)]
+                if len(set(axes)) != len(axes) or pads.size != 2 * len(axes):
+                    raise self._error(node, f"axes {axes} do not match the {pads.size} pads")
+                full = np.zeros(8, np.int64)
+                for i, a in enumerate(axes):
+                    full[a], full[a + 4] = pads.reshape(-1)[i], pads.reshape(-1)[i + len(axes)]
+                pads = full
+        pads = np.asarray(pads).reshape(-1)
+        if pads.size != 8 or pads[[0, 1, 4, 5]].any() or (pads < 0).any():
+            raise self._error(node, f"pads {pads.astype(np.int64).tolist()}: only non-negative "
+                                    "padding of H and W of an NCHW tensor is supported")
+        name = self._name(node.input[0])
+        if name in self.flat or self.consumers[self._name(node.output[0])] != 1:
+            raise self._error(node, "a Pad must be read by exactly one Conv or MaxPool")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a Pad cannot requantize")
+        top, left, bottom, right = (int(pads[i]) for i in (2, 3, 6, 7))
+        self.tensor[node.output[0]] = t
+        self.padded[node.output[0]] = ((top, left, bottom, right), value, node)
+
+    def _folded_pad(self, node: NodeProto, what: str) -> tuple[int, int, int, int]:
+        """The padding of a Pad that `node` reads, if folding it into `node` is exact."""
+        entry = self.padded.get(self._name(node.input[0]))
+        if entry is None:
+            return (0, 0, 0, 0)
+        pads, value, pad = entry
+        if node.op_type == "MaxPool":
+            t = self.tensor[self._name(node.input[0])]
+            after_relu = t > 0 and self.layers[t - 1].act != "none" and value == 0.0
+            q = self.qp.get(t)
+            lowest = value <= np.finfo(np.float32).min or (
+                q is not None and value / q.scale + q.zero_point <= -128)
+            ok = after_relu or lowest
+            need = "-inf (or 0 after a ReLU)"
+        else:
+            ok, need = value == 0.0, "0"
+        if not ok:
+            raise self._error(pad, f"pads with {value}: before {what} only {need} folds into "
+                                   "its padding")
+        return pads
 
     def _rank(self) -> int:
         """Rank of the latest tensor in the file: 2 after a Gemm/MatMul (and the pixel ops

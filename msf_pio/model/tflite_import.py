@@ -369,8 +369,13 @@ class _Importer:
         if view.flat and not flat_ok and self.shape(view.t)[:2] != (1, 1):
             raise self.error("reads a flattened tensor (only FULLY_CONNECTED may)", op, t)
         if view.pad and not pad_ok:
+            # AVERAGE_POOL_2D averages over the taps inside its input, and the PAD's zero points
+            # are inside: its divisor counts them, while a padded avg_pool of the IR (TFLite's
+            # SAME) divides by the taps of the unpadded tensor. No IR layer computes the former.
+            why = (" (AVERAGE_POOL_2D counts the padded taps in its divisor; no pool padding "
+                   "computes that)" if op.name == "AVERAGE_POOL_2D" else "")
             raise self.error(f"reads the output of PAD (operator {view.pad_op}): a PAD may only "
-                             "feed a VALID convolution or (PADV2 with -128) max pool", op, t)
+                             f"feed a convolution or a max pool{why}", op, t)
         return view
 
     def shape(self, t: int) -> ir.Shape:
@@ -515,8 +520,12 @@ class _Importer:
     def pool(self, op: _Op) -> None:
         maximum = op.name == "MAX_POOL_2D"
         view = self.latest(op, pad_ok=maximum)
-        if view.pad and view.pad_value != "min":
-            raise self.error("a max pool after PAD needs PADV2 with -128", op)
+        # padding taps of a max pool never win: a PAD is equivalent with -128, or with the zero
+        # point after a fused ReLU/ReLU6 (no value below it)
+        after_relu = view.t > 0 and self.layers[view.t - 1].act != "none"
+        if view.pad and not (view.pad_value == "min" or after_relu):
+            raise self.error("a max pool after PAD needs PADV2 with -128 (or a ReLU before "
+                             "the PAD)", op)
         self.qparams(op, self.tensor(op, 0))
         q = self.same_q(op, self.q[view.t])
         h, w, c = self.shape(view.t)
