@@ -442,3 +442,100 @@ def test_pad_that_does_not_fold_is_refused_in_one_line(tmp_path, case, message):
     with pytest.raises(MsfError, match=message) as info:
         load_onnx(path)
     assert "\n" not in str(info.value)
+
+
+# -- flatten of a map before a dense layer ---------------------------------------------------
+def flatten_net(tmp_path, how):
+    """Conv 3x3 s2 + Relu on 10x8 -> a 4x5x4 map flattened (NCHW Flatten, Reshape [0, -1],
+    or TensorFlow's Transpose to NHWC + Reshape [1, -1]) -> Gemm (transB=1, or 0 after the
+    Transpose) -> 5."""
+    inits = [_init("w1", (4, 3, 3, 3)), _init("b1", (4,), scale=0.1), _init("bg", (5,), scale=0.1),
+             numpy_helper.from_array(np.array([0, -1] if how == "reshape" else [1, -1], np.int64),
+                                     "shape")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1],
+                              strides=[2, 2], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu")]
+    if how == "flatten":
+        nodes.append(helper.make_node("Flatten", ["r"], ["f"], name="flat"))
+    elif how == "reshape":
+        nodes.append(helper.make_node("Reshape", ["r", "shape"], ["f"], name="flat"))
+    else:
+        nodes += [helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 3, 1], name="nhwc"),
+                  helper.make_node("Reshape", ["t", "shape"], ["f"], name="flat")]
+    if how == "transpose":      # Gemm with (in, out) weights
+        inits.append(_init("wg", (80, 5), scale=0.15))
+        nodes.append(helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="fc"))
+    else:
+        inits.append(_init("wg", (5, 80), scale=0.15))
+        nodes.append(helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc"))
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 8), out_shape=[1, 5],
+                 name=f"flatten_{how}.onnx")
+
+
+@pytest.mark.parametrize("how", ["flatten", "reshape", "transpose"])
+def test_flatten_of_a_map_before_dense_matches_onnxruntime_and_tflm(tmp_path, how):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    path = flatten_net(tmp_path, how)
+    model, params = read_onnx(path)
+    assert [(l.op, l.in_shape, l.out_shape) for l in model.layers] == [
+        ("conv2d", (10, 8, 3), (5, 4, 4)), ("dense", (5, 4, 4), (1, 1, 5))]
+    file_w = numpy_helper.to_array(onnx.load(path).graph.initializer[-1])
+    file_w = file_w.T if how == "transpose" else file_w
+    order = (0, 1, 2) if how == "transpose" else (2, 0, 1)      # file's axes of (H, W, C)
+    hwc = file_w.reshape([5] + [(5, 4, 4)[a] for a in order])
+    np.testing.assert_array_equal(params[1].w, hwc.transpose(0, *(order.index(a) + 1 for a in
+                                                                  range(3))).reshape(5, 80))
+    for seed in range(3):
+        x = _input((10, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+    quantized = materialize(model)
+    for seed in range(2):
+        x = seeded_input(quantized, seed)
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                      tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+@pytest.mark.parametrize("how", ["flatten", "transpose"])
+def test_qdq_flatten_before_dense_keeps_the_file_weights(tmp_path, how):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / f"flatten_{how}_qdq.onnx"
+    quantize_static(str(flatten_net(tmp_path, how)), str(path), _PadReader((1, 3, 10, 8)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    model = load_onnx(path)
+    dense = model.layers[-1]
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+    w = inits["wg_quantized"]
+    w = w.T if how == "transpose" else w.reshape(5, 4, 5, 4).transpose(0, 2, 3, 1).reshape(5, 80)
+    np.testing.assert_array_equal(dense.weights.w, w)
+    q_out = dense.q_out
+    for seed in range(3):
+        x = _input((10, 8, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+@pytest.mark.parametrize("case, message", [
+    ("perm", "node 'nhwc' \\(Transpose\\): perm \\[0, 3, 2, 1\\]: only a Transpose to NHWC"),
+    ("target", "node 'flat' \\(Reshape\\): only a flatten of the 4x5x4 tensor to \\(1, 80\\)"),
+    ("conv_after", "node 'conv2' \\(Conv\\): reads the NHWC Transpose 't'"),
+])
+def test_other_transposes_and_reshapes_are_refused(tmp_path, case, message):
+    inits = [_init("w1", (4, 3, 3, 3)), _init("w2", (4, 5, 1, 1)), _init("wg", (5, 80)),
+             numpy_helper.from_array(np.array([4, 20], np.int64), "shape")]
+    conv = helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2],
+                            name="conv")
+    nodes = {"perm": [conv, helper.make_node("Transpose", ["c"], ["y"], perm=[0, 3, 2, 1],
+                                             name="nhwc")],
+             "target": [conv, helper.make_node("Reshape", ["c", "shape"], ["y"], name="flat")],
+             "conv_after": [conv, helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1],
+                                                   name="nhwc"),
+                            helper.make_node("Conv", ["t", "w2"], ["y"], name="conv2")]}[case]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 8))
+    with pytest.raises(MsfError, match=message) as info:
+        load_onnx(path)
+    assert "\n" not in str(info.value)

@@ -78,6 +78,23 @@ def test_zoo_model_round_trip_gives_tflm_bytes(name, requantize, tmp_path):
             assert np.array_equal(out, ref), f"plan {label}, input {seed}"
 
 
+def test_reshape_of_a_map_before_fully_connected_keeps_hwc_order(tmp_path):
+    """RESHAPE (1, H, W, C) -> (1, H*W*C) flattens NHWC in the IR's own H, W, C order: the
+    FULLY_CONNECTED weights are taken as written, and the bytes are TFLM's."""
+    from .int8_models import WEIGHTED, single_op_model
+    shape, layers = WEIGHTED["dense_flatten"]
+    original = single_op_model(shape, [{"op": "pointwise", "out": 4}] + layers, 5)
+    path = tmp_path / "flatten.tflite"
+    export_tflite(original, path)
+    model = load_model(str(path))
+    assert_same_quantized_model(original, model)
+    assert model.layers[-1].in_shape == (3, 2, 4)
+    for seed in range(3):
+        x = random_input(model, seed)
+        assert np.array_equal(run_model(model, x).reshape(-1),
+                              tflm_run(path.read_bytes(), x).reshape(-1))
+
+
 # -- a file our exporter did not write ------------------------------------------------------------
 def _tflm_float(data, model, x):
     """TFLM on a float-edged file, fed the dequantized int8 input, its output requantized."""

@@ -2,7 +2,9 @@
 
 Supported: Conv (groups 1 or depthwise), BatchNormalization, Relu and Clip(0, 6) folded into
 the layer before, Add (residual, or a bias after a conv/dense), MaxPool, AveragePool,
-GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense), Softmax over the channels,
+GlobalAveragePool, a Flatten/Reshape (after a Transpose to NHWC or not) of any C x H x W map in
+front of a Gemm/MatMul (dense: its weight columns reordered from the file's flatten order to the
+IR's H, W, C order), Softmax over the channels,
 HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A spatial Pad
 (constant 0) folds into the padding of the Conv or MaxPool that alone reads it (see `_pad`). A float file comes back
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
@@ -84,6 +86,8 @@ class _Importer:
         self.consumers.update(self._name(o.name) for o in self.graph.output)
         self.tensor: dict[str, int] = {}     # float tensor name -> IR tensor index
         self.flat: set[str] = set()          # Flatten/Reshape outputs (dense inputs only)
+        self.chw: set[str] = set()           # ... of those, the ones flattened in NCHW order
+        self.nhwc: set[str] = set()          # Transpose(0, 2, 3, 1) outputs (flatten inputs only)
         # Pad outputs waiting for the window node that reads them: (top, left, bottom, right),
         # the real pad value and the Pad node (for errors)
         self.padded: dict[str, tuple[tuple[int, int, int, int], float, NodeProto]] = {}
@@ -113,7 +117,8 @@ class _Importer:
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
                     "MatMul": self._dense, "Softmax": self._pixel_op,
                     "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
-                    "Sigmoid": self._pixel_op, "Pad": self._pad}
+                    "Sigmoid": self._pixel_op, "Pad": self._pad,
+                    "Transpose": self._transpose}
         for node in self.view.nodes:
             self._current = node
             if node.op_type not in handlers:
@@ -189,12 +194,15 @@ class _Importer:
             raise self._error(node, f"reads the output of Pad '{pad.name or pad.output[0]}': a "
                                     f"Pad may only feed a Conv or a MaxPool{why}")
         t = self.tensor[name]
+        if name in self.nhwc and node.op_type not in ("Flatten", "Reshape"):
+            raise self._error(node, f"reads the NHWC Transpose '{node.input[0]}': a Transpose "
+                                    "may only feed a Flatten/Reshape in front of a Gemm/MatMul")
         if t != len(self.layers):
             raise self._error(node, f"reads the earlier tensor '{node.input[0]}': only a "
                                     "residual Add may branch off the chain")
         if (name in self.flat) != flat:
             raise self._error(node, "a Flatten/Reshape may only feed a Gemm/MatMul" if not flat
-                              else "input must be flattened (Flatten/Reshape of a 1x1 tensor)")
+                              else "input must be flattened (a Flatten/Reshape to (1, N))")
         return t
 
     def _shape(self, t: int) -> ir.Shape:
@@ -502,20 +510,45 @@ class _Importer:
         shape = self._shape(self._input(node))
         self._emit(node, Layer(op=ir.GLOBAL_AVGPOOL, in_shape=shape, out_shape=(1, 1, shape[2])))
 
+    def _transpose(self, node: NodeProto) -> None:
+        """NCHW -> NHWC, only as the first half of a flatten (TensorFlow exporters write
+        Transpose + Reshape): the Flatten/Reshape after it then flattens in H, W, C order."""
+        t = self._input(node)
+        perm = self._attr(node, "perm", [])
+        if perm != [0, 2, 3, 1]:
+            raise self._error(node, f"perm {perm}: only a Transpose to NHWC (0, 2, 3, 1) in "
+                                    "front of a Flatten/Reshape is supported")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a Transpose cannot requantize")
+        self.tensor[node.output[0]] = t
+        self.nhwc.add(node.output[0])
+
     def _flatten(self, node: NodeProto) -> None:
+        """A flatten of the latest C x H x W tensor to (1, C*H*W) (or to (1, H*W*C) after an
+        NHWC Transpose), read only by a dense layer, which reorders its weights (`_dense`)."""
         t = self._input(node)
         h, w, c = self._shape(t)
-        target = self._const(node, 1) if node.op_type == "Reshape" else None
-        if target is None:
-            to_1xc = self._attr(node, "axis", 1) == 1
+        n = h * w * c
+        if node.op_type == "Flatten":
+            flattens = self._attr(node, "axis", 1) in (1, -3)
         else:
-            to_1xc = target.size == 2 and target[0] in (1, -1) and target[1] in (c, -1)
-        ok = (h, w) == (1, 1) and to_1xc
-        if not ok:
-            raise self._error(node, "only a Flatten/Reshape of a 1x1xC tensor to (1, C) in "
-                                    "front of a Gemm/MatMul is supported")
+            target = self._const(node, 1)
+            target = [] if target is None else [int(v) for v in target.reshape(-1)]
+            flattens = (len(target) == 2 and target[0] in (0, 1, -1) and target[1] in (n, -1)
+                        and target != [-1, -1])
+        if not flattens:
+            raise self._error(node, f"only a flatten of the {c}x{h}x{w} tensor to "
+                                    f"(1, {n}) in front of a Gemm/MatMul is supported")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_in is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a flatten cannot requantize")
         self.tensor[node.output[0]] = t
         self.flat.add(node.output[0])
+        if self._name(node.input[0]) not in self.nhwc and (h, w) != (1, 1):
+            self.chw.add(node.output[0])
         self._set_q(node.output[0], t)
 
     def _dense(self, node: NodeProto) -> None:
@@ -537,11 +570,17 @@ class _Importer:
             trans_b, alpha, bias, bq = 0, 1.0, None, None
         if b_mat is None or b_mat.ndim != 2:
             raise self._error(node, "needs a 2-D weight initializer")
-        to_ir = (lambda a: a) if trans_b else (lambda a: a.T)
+        h, w_, c = shape
+        oriented = (lambda a: a) if trans_b else (lambda a: a.T)
+        if oriented(b_mat).shape[1] != h * w_ * c:
+            raise self._error(node, f"weight {list(b_mat.shape)} does not take {h * w_ * c} "
+                                    "inputs")
+        to_ir = oriented
+        if self._name(node.input[0]) in self.chw:      # columns C, H, W -> the IR's H, W, C
+            to_ir = (lambda a: oriented(a).reshape(-1, c, h, w_).transpose(0, 2, 3, 1)
+                     .reshape(-1, h * w_ * c))
         w = alpha * to_ir(b_mat)
         cout = w.shape[0]
-        if w.shape[1] != shape[2]:
-            raise self._error(node, f"weight {list(b_mat.shape)} does not take {shape[2]} inputs")
         if bias is None:
             bias = np.zeros(cout)
         if bias.size not in (1, cout):
