@@ -95,6 +95,22 @@ def test_reshape_of_a_map_before_fully_connected_keeps_hwc_order(tmp_path):
                               tflm_run(path.read_bytes(), x).reshape(-1))
 
 
+@pytest.mark.parametrize("case", ["prelu", "prelu_logits"])
+def test_prelu_round_trip_keeps_the_slopes_and_gives_tflm_bytes(case, tmp_path):
+    from .int8_models import PIXEL, single_op_model
+    shape, layers = PIXEL[case]
+    original = single_op_model(shape, layers, 6)
+    path = tmp_path / f"{case}.tflite"
+    export_tflite(original, path)
+    model = load_model(str(path))
+    assert_same_quantized_model(original, model)
+    assert model.layers[-1].weights.zero_point == original.layers[-1].weights.zero_point != 0
+    for seed in range(3):
+        x = random_input(model, seed)
+        assert np.array_equal(run_model(model, x).reshape(-1),
+                              tflm_run(path.read_bytes(), x).reshape(-1))
+
+
 # -- a file our exporter did not write ------------------------------------------------------------
 def _tflm_float(data, model, x):
     """TFLM on a float-edged file, fed the dequantized int8 input, its output requantized."""
@@ -211,6 +227,14 @@ def _pad_maxpool(b, x, c):
     return y
 
 
+def _prelu_per_element(b, x, c):
+    alpha = b.tensor("alpha", (8, 8, 4), TT.INT8, np.float32(0.01), 3,
+                     data=np.ones((8, 8, 4), np.int8))
+    y = b.activation("y", (1, 8, 8, 4), 0.05, -5)
+    b.op(OP.PRELU, [c, alpha], [y])
+    return y
+
+
 def _requantize(b, x, c):
     y = b.activation("y", (1, 8, 8, 4), 0.07, 2)
     b.op(OP.QUANTIZE, [c], [y])
@@ -230,6 +254,9 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "pad_maxpool_no_relu": ({"act": A.NONE}, _pad_maxpool,
                             "operator 2 (MAX_POOL_2D): a max pool after PAD needs PADV2 with "
                             "-128 (or a ReLU before the PAD)"),
+    "prelu_per_element": ({}, _prelu_per_element,
+                          "operator 1 (PRELU): tensor 4 'alpha': alpha of shape [8, 8, 4]: only "
+                          "one slope per channel"),
     "not_square": ({"kernel": (3, 1)}, None, "operator 0 (CONV_2D): kernel 3x1 is not square"),
     "dilation": ({"dilation": 2}, None, "operator 0 (CONV_2D): dilation 2x2 is not supported"),
     "float_filter": ({"filter_type": TT.FLOAT32}, None,
