@@ -539,3 +539,134 @@ def test_other_transposes_and_reshapes_are_refused(tmp_path, case, message):
     with pytest.raises(MsfError, match=message) as info:
         load_onnx(path)
     assert "\n" not in str(info.value)
+
+
+# -- PRelu -----------------------------------------------------------------------------------
+def prelu_net(tmp_path, last=True):
+    """Conv -> PRelu (slope [C, 1, 1], both signs) -> depthwise -> PRelu (one shared slope)
+    -> GAP -> Flatten -> Gemm [-> PRelu ([5] on the (1, 5) logits)]."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
+             _init("wg", (5, 6)), _init("bg", (5,), scale=0.1),
+             _init("s1", value=np.array([0.25, -0.1, 0.05, 0.5, 0.0, 0.2]).reshape(6, 1, 1)),
+             _init("s2", value=np.array([0.1])), _init("s3", value=np.linspace(0.05, 0.3, 5))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("PRelu", ["c", "s1"], ["p1"], name="prelu1"),
+             helper.make_node("Conv", ["p1", "wd"], ["d"], pads=[1, 1, 1, 1], group=6, name="dw"),
+             helper.make_node("PRelu", ["d", "s2"], ["p2"], name="prelu2"),
+             helper.make_node("GlobalAveragePool", ["p2"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["z" if last else "y"], transB=1,
+                              name="fc")]
+    if last:
+        nodes.append(helper.make_node("PRelu", ["z", "s3"], ["y"], name="prelu3"))
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 9, 8), out_shape=[1, 5],
+                 name="prelu.onnx")
+
+
+def test_prelu_matches_onnxruntime_and_tflm(tmp_path):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    path = prelu_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [l.op for l in model.layers] == ["conv2d", "prelu", "depthwise_conv2d", "prelu",
+                                            "global_avgpool", "dense", "prelu"]
+    np.testing.assert_allclose(params[3].w, [0.1] * 6)
+    for seed in range(3):
+        x = _input((9, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    assert quantized.layers[1].weights.w.shape == (6,)
+    for seed in range(2):
+        x = seeded_input(quantized, seed)
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                      tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / "prelu_qdq.onnx"
+    # onnxruntime leaves PRelu in float (its slopes too, quantized here as msf-pio does); a
+    # PRelu output nothing quantized after it would be float: the net ends in the Gemm
+    quantize_static(str(prelu_net(tmp_path, last=False)), str(path), _PadReader((1, 3, 9, 8)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    model = load_onnx(path)
+    assert model.quantized and [l.op for l in model.layers].count("prelu") == 2
+    q_out = model.layers[-1].q_out
+    for seed in range(3):
+        x = _input((9, 8, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+def test_prelu_with_a_slope_per_pixel_is_refused(tmp_path):
+    nodes = [helper.make_node("PRelu", ["x", "s"], ["y"], name="pr")]
+    path = _save(tmp_path, nodes, [_init("s", (3, 4, 4))], in_shape=(1, 3, 4, 4))
+    with pytest.raises(MsfError, match="node 'pr' \\(PRelu\\): slope of shape \\[3, 4, 4\\]: "
+                                       "only one slope per channel"):
+        load_onnx(path)
+
+
+# -- hard-swish spelled out ------------------------------------------------------------------
+def _spelled_hard_swish(how):
+    """Nodes computing h = hard_swish(c) as exporters write it, and their constants."""
+    inits = [_init("three", value=3.0), _init("zero", value=0.0), _init("six", value=6.0),
+             _init("sixth", value=1.0 / 6.0)]
+    add = helper.make_node("Add", ["c", "three"], ["a"], name="hs_add")
+    clip = (helper.make_node("Clip", ["a"], ["r"], min=0.0, max=6.0, name="hs_clip")
+            if how == "opset10" else helper.make_node("Clip", ["a", "zero", "six"], ["r"],
+                                                      name="hs_clip"))
+    if how in ("mul_div", "opset10"):          # (x * relu6(x + 3)) / 6
+        tail = [helper.make_node("Mul", ["c", "r"], ["m"], name="hs_mul"),
+                helper.make_node("Div", ["m", "six"], ["h"], name="hs_div")]
+    elif how == "mul_sixth":                   # (relu6(x + 3) * x) * (1/6)
+        tail = [helper.make_node("Mul", ["r", "c"], ["m"], name="hs_mul"),
+                helper.make_node("Mul", ["sixth", "m"], ["h"], name="hs_scale")]
+    elif how == "div_mul":                     # x * (relu6(x + 3) / 6): MobileNetV3's h_sigmoid
+        tail = [helper.make_node("Div", ["r", "six"], ["g"], name="hs_div"),
+                helper.make_node("Mul", ["c", "g"], ["h"], name="hs_mul")]
+    elif how == "sixth_mul":                   # (relu6(x + 3) * (1/6)) * x
+        tail = [helper.make_node("Mul", ["r", "sixth"], ["g"], name="hs_scale"),
+                helper.make_node("Mul", ["g", "c"], ["h"], name="hs_mul")]
+    else:                                      # x * HardSigmoid(x): torch.onnx before opset 14
+        return [helper.make_node("HardSigmoid", ["c"], ["g"], alpha=1.0 / 6.0, name="hs_sigmoid"),
+                helper.make_node("Mul", ["c", "g"], ["h"], name="hs_mul")], []
+    return [add, clip] + tail, inits
+
+
+@pytest.mark.parametrize("how", ["mul_div", "opset10", "mul_sixth", "div_mul", "sixth_mul",
+                                 "hard_sigmoid"])
+def test_spelled_out_hard_swish_is_one_layer(tmp_path, how):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    nodes, inits = _spelled_hard_swish(how)
+    nodes = ([helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv")]
+             + nodes + [helper.make_node("Conv", ["h", "w2"], ["y"], name="pw")])
+    inits += [_init("w1", (6, 3, 3, 3), scale=0.8), _init("w2", (4, 6, 1, 1))]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8),
+                 opset=10 if how == "opset10" else 13)
+    model, params = read_onnx(path)
+    assert [l.op for l in model.layers] == ["conv2d", "hard_swish", "conv2d"]
+    assert model.layers[1].name == nodes[-2].name
+    for seed in range(3):
+        x = _input((8, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    x = seeded_input(quantized, 0)
+    np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                  tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def test_hard_swish_pieces_read_elsewhere_are_not_fused(tmp_path):
+    nodes, inits = _spelled_hard_swish("div_mul")
+    nodes = ([helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv")]
+             + nodes + [helper.make_node("Add", ["h", "r"], ["y"], name="uses_relu6")])
+    inits.append(_init("w1", (6, 3, 3, 3)))
+    with pytest.raises(MsfError, match="node 'hs_add' \\(Add\\)") as info:
+        load_onnx(_save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8)))
+    assert "\n" not in str(info.value)

@@ -5,7 +5,10 @@ the layer before, Add (residual, or a bias after a conv/dense), MaxPool, Average
 GlobalAveragePool, a Flatten/Reshape (after a Transpose to NHWC or not) of any C x H x W map in
 front of a Gemm/MatMul (dense: its weight columns reordered from the file's flatten order to the
 IR's H, W, C order), Softmax over the channels,
-HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A spatial Pad
+HardSwish, LeakyRelu, PRelu (one slope per channel) and Sigmoid (layers of their own, TFLite's
+int8 semantics); in a float file, hard-swish spelled out as exporters write it (x * Clip(x + 3, 0,
+6) / 6 with Add/Clip/Mul/Div, in any order of the Mul and Div, or x * HardSigmoid(x)) is one
+HardSwish. A spatial Pad
 (constant 0) folds into the padding of the Conv or MaxPool that alone reads it (see `_pad`). A float file comes back
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
 comes back quantized with the file's own scales and zero points.
@@ -29,7 +32,7 @@ from . import ir
 from .floatnet import WEIGHTED_OPS, FloatWeights
 from .ir import Layer, Model, QParams, Weights, conv_out, same_padding
 from .onnx_qdq import QConst, strip_qdq
-from .quantize import SAME_AS_INPUT, f32, quantize_bias
+from .quantize import SAME_AS_INPUT, f32, quantize_bias, quantize_weights
 
 _ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE)
 _QOPERATOR_HINT = "; export int8 models with quant_format=QuantFormat.QDQ"
@@ -63,6 +66,111 @@ def read_onnx(path: str | Path) -> tuple[Model, list[FloatWeights | None] | None
                        where=where) from None
 
 
+_SIXTH = 1.0 / 6.0
+
+
+def _fuse_hard_swish(nodes: list[NodeProto], consts: dict[str, np.ndarray],
+                     outputs) -> list[NodeProto]:
+    """The nodes with every spelled-out hard-swish replaced by one HardSwish node (at the place
+    of its last node): x * relu6(x + 3) / 6 as Add(x, 3) -> Clip(0, 6) -> Mul(x, .) -> Div(6)
+    (or Mul(1/6), before or after the Mul with x), or Mul(x, HardSigmoid(x) with alpha 1/6 and
+    beta 0.5). Intermediate tensors must have no other reader."""
+    producer = {o: n for n in nodes for o in n.output}
+    readers = Counter(i for n in nodes for i in n.input if i)
+    readers.update(o.name for o in outputs)
+
+    def scalar(name: str) -> float | None:
+        value = consts.get(name)
+        return float(value.reshape(())) if value is not None and value.size == 1 else None
+
+    def attr(node: NodeProto, name: str, default: float) -> float:
+        for a in node.attribute:
+            if a.name == name and a.type == onnx.AttributeProto.FLOAT:
+                return a.f
+        return default
+
+    def near(value: float | None, target: float) -> bool:
+        return value is not None and abs(value - target) <= 1e-6 * max(1.0, target)
+
+    def only(name: str) -> NodeProto | None:
+        """The node making `name`, if nothing else reads it."""
+        return producer.get(name) if readers[name] == 1 else None
+
+    def other(node: NodeProto, known: str) -> str | None:
+        """The other operand of a two-input node one of whose inputs is `known`."""
+        if len(node.input) != 2 or known not in node.input:
+            return None
+        return node.input[1] if node.input[0] == known else node.input[0]
+
+    def sixth(node: NodeProto | None) -> str | None:
+        """a, if `node` is a / 6 or a * (1/6) with a constant 6 or 1/6."""
+        if node is None or len(node.input) != 2:
+            return None
+        if node.op_type == "Div" and near(scalar(node.input[1]), 6.0):
+            return node.input[0]
+        if node.op_type == "Mul":
+            for i in (0, 1):
+                if near(scalar(node.input[i]), _SIXTH) and scalar(node.input[1 - i]) is None:
+                    return node.input[1 - i]
+        return None
+
+    def relu6_plus_3(name: str) -> tuple[str, list[NodeProto]] | None:
+        """(x, [Add, Clip]) if `name` is Clip(x + 3, 0, 6), read only here."""
+        clip = only(name)
+        if clip is None or clip.op_type != "Clip":
+            return None
+        lo = scalar(clip.input[1]) if len(clip.input) > 1 and clip.input[1] else attr(
+            clip, "min", -np.inf)
+        hi = scalar(clip.input[2]) if len(clip.input) > 2 and clip.input[2] else attr(
+            clip, "max", np.inf)
+        add = only(clip.input[0])
+        if lo != 0.0 or hi != 6.0 or add is None or add.op_type != "Add" or len(add.input) != 2:
+            return None
+        for i in (0, 1):
+            if scalar(add.input[i]) == 3.0 and scalar(add.input[1 - i]) is None:
+                return add.input[1 - i], [add, clip]
+        return None
+
+    def gate(name: str) -> tuple[str, list[NodeProto]] | None:
+        """(x, nodes) if `name` is relu6(x + 3) / 6 or HardSigmoid(x; 1/6, 0.5)."""
+        node = only(name)
+        if node is not None and node.op_type == "HardSigmoid":
+            if near(attr(node, "alpha", 0.2), _SIXTH) and attr(node, "beta", 0.5) == 0.5:
+                return node.input[0], [node]
+            return None
+        inner = sixth(node)
+        found = relu6_plus_3(inner) if inner is not None else None
+        return (found[0], found[1] + [node]) if found else None
+
+    def match(node: NodeProto) -> tuple[str, list[NodeProto]] | None:
+        """(x, the nodes to replace) if `node` ends a spelled-out hard-swish of x."""
+        if node.op_type == "Mul" and len(node.input) == 2:        # x * gate(x)
+            for i in (0, 1):
+                found = gate(node.input[i])
+                if found and found[0] == node.input[1 - i]:
+                    return found[0], found[1] + [node]
+        inner = sixth(node)                                         # (x * relu6(x + 3)) / 6
+        mul = only(inner) if inner is not None else None
+        if mul is not None and mul.op_type == "Mul" and len(mul.input) == 2:
+            for i in (0, 1):
+                found = relu6_plus_3(mul.input[i])
+                if found and found[0] == mul.input[1 - i]:
+                    return found[0], found[1] + [mul, node]
+        return None
+
+    replaced: dict[int, NodeProto | None] = {}        # id(node) -> its replacement (None: drop)
+    for node in nodes:
+        found = match(node) if id(node) not in replaced else None
+        if found is None or any(id(n) in replaced for n in found[1]):
+            continue
+        x, group = found
+        for n in group:
+            replaced[id(n)] = None
+        replaced[id(node)] = helper.make_node("HardSwish", [x], [node.output[0]],
+                                              name=node.name or node.output[0])
+    return [replaced.get(id(n), n) for n in nodes if replaced.get(id(n), n) is not None]
+
+
 class _Importer:
     """Walks the nodes in graph order, emitting one IR layer per compute node and folding
     BatchNormalization, activations and bias adds into the layer they follow."""
@@ -82,6 +190,8 @@ class _Importer:
                                                if is_tensor else np.asarray(value))
         self.view = strip_qdq([n for n in self.graph.node if n.op_type != "Constant"],
                               self.consts, path)
+        if not self.view.quantized:          # QDQ: each op has its own quantized output
+            self.view.nodes = _fuse_hard_swish(self.view.nodes, self.consts, self.graph.output)
         self.consumers = Counter(self._name(i) for n in self.view.nodes for i in n.input if i)
         self.consumers.update(self._name(o.name) for o in self.graph.output)
         self.tensor: dict[str, int] = {}     # float tensor name -> IR tensor index
@@ -117,7 +227,7 @@ class _Importer:
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
                     "MatMul": self._dense, "Softmax": self._pixel_op,
                     "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
-                    "Sigmoid": self._pixel_op, "Pad": self._pad,
+                    "Sigmoid": self._pixel_op, "PRelu": self._prelu, "Pad": self._pad,
                     "Transpose": self._transpose}
         for node in self.view.nodes:
             self._current = node
@@ -506,6 +616,24 @@ class _Importer:
                 raise self._error(node, f"alpha {layer.alpha}: only slopes >= 0 are supported")
         self._emit(node, layer)
 
+    def _prelu(self, node: NodeProto) -> None:
+        """PRelu with one slope per channel (TFLite's PRELU with alpha [1, 1, C]); the slope
+        broadcasts against NCHW (or (1, N) after a Gemm) from the right, as ONNX does."""
+        shape = self._shape(self._input(node))
+        c, rank = shape[2], self._rank()
+        slope = self._const(node, 1)
+        if slope is None:
+            raise self._error(node, "needs a constant slope")
+        dims = (1,) * (rank - slope.ndim) + slope.shape
+        if len(dims) != rank or any(d != 1 for i, d in enumerate(dims) if i != 1) or \
+                dims[1] not in (1, c):
+            raise self._error(node, f"slope of shape {list(slope.shape)}: only one slope per "
+                                    f"channel ([{c}, 1, 1]) is supported")
+        to_ir = (lambda a: np.broadcast_to(a.reshape(-1), (c,)).copy())
+        wq = self.view.consts.get(node.input[1])
+        self._emit(node, Layer(op=ir.PRELU, in_shape=shape, out_shape=shape),
+                   FloatWeights(to_ir(slope), np.zeros(0)), None if wq is None else (wq, 0, to_ir))
+
     def _global_avgpool(self, node: NodeProto) -> None:
         shape = self._shape(self._input(node))
         self._emit(node, Layer(op=ir.GLOBAL_AVGPOOL, in_shape=shape, out_shape=(1, 1, shape[2])))
@@ -614,8 +742,23 @@ class _Importer:
             q.append(layer.q_out)
             if layer.op in WEIGHTED_OPS:
                 layer.weights = self._int8_weights(i, layer, q[i].scale)
+            elif layer.op == ir.PRELU:
+                layer.weights = self._int8_slopes(i, layer)
         model.q_input = q[0]
         return model
+
+    def _int8_slopes(self, i: int, layer: Layer) -> Weights:
+        """A PRelu's int8 slopes and their per-tensor quantization as written; a float slope
+        (onnxruntime leaves PRelu unquantized) is quantized as msf-pio's own quantizer does."""
+        if self.wsrc[i] is None:
+            return quantize_weights(layer, self.params[i], 1.0)
+        qc, _, to_ir = self.wsrc[i]
+        if qc.q.dtype != np.int8 or qc.scale.size != 1 or qc.zero_point.size != 1:
+            raise MsfError("slopes must be int8 quantized per tensor", source=self.path,
+                           where=f"node '{layer.name}'")
+        return Weights(w=to_ir(qc.q).astype(np.int8), bias=np.zeros(0, np.int32),
+                       scales=f32(qc.scale.astype(np.float64)).reshape(1),
+                       zero_point=int(qc.zero_point.reshape(-1)[0]))
 
     def _int8_weights(self, i: int, layer: Layer, s_in: float) -> Weights:
         if self.wsrc[i] is None:
