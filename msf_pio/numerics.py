@@ -194,6 +194,8 @@ class ActivationRequant:
     - hard_swish: multiplier1/shift1 = output multiplier (int16) and exponent, multiplier2/shift2
       = 'reluish' multiplier (int16) and exponent (HardSwishPrepare);
     - leaky_relu: multiplier1/shift1 = identity (s_in / s_out), multiplier2/shift2 = alpha;
+    - prelu: multiplier1/shift1 = identity, multiplier2/shift2 = s_in * s_alpha / s_out, applied
+      to (x + input_offset) * (alpha + alpha_offset), alpha the layer's int8 slopes per channel;
     - logistic: multiplier1/shift1 = input multiplier to Q4.27, limit = input range radius.
     input_offset is -zero_point of the input, output_offset the output's zero point."""
     input_offset: int
@@ -203,6 +205,7 @@ class ActivationRequant:
     multiplier2: int = 0
     shift2: int = 0
     limit: int = 0
+    alpha_offset: int = 0
     act_min: int = INT8_MIN
     act_max: int = INT8_MAX
 
@@ -214,8 +217,8 @@ def _int16_multiplier(real: float) -> tuple[int, int]:
     return m16, shift
 
 
-def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.0
-                       ) -> ActivationRequant:
+def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.0,
+                       q_alpha: QParams | None = None) -> ActivationRequant:
     """Integer parameters of an element-wise activation, as TFLite Micro's Prepare derives them:
     double arithmetic on the float32 scales (TFLM's kernels widen before dividing; float32
     division gives other multipliers, and other bytes on ties)."""
@@ -235,6 +238,12 @@ def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.
         m1, e1 = quantize_multiplier(float(s_in) / float(s_out))
         m2, e2 = quantize_multiplier(float(s_in) * float(np.float32(alpha)) / float(s_out))
         return ActivationRequant(*offsets, int(m1), int(e1), int(m2), int(e2))
+    if op == ir.PRELU:           # TFLM's CalculatePreluParams
+        s_alpha = np.float32(q_alpha.scale)
+        m1, e1 = quantize_multiplier(float(s_in) / float(s_out))
+        m2, e2 = quantize_multiplier(float(s_in) * float(s_alpha) / float(s_out))
+        return ActivationRequant(*offsets, int(m1), int(e1), int(m2), int(e2),
+                                 alpha_offset=-q_alpha.zero_point)
     if op == ir.LOGISTIC:
         real = float(s_in) * float(1 << (31 - LOGISTIC_INPUT_BITS))
         m, shift = (int(v) for v in quantize_multiplier(real))
@@ -292,6 +301,11 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
             raise ValueError(f"layer {index} ({layer.name}): softmax over {layer.cin} channels "
                              f"(TFLite's int8 kernel takes at most {SOFTMAX_MAX_CHANNELS})")
         return softmax_requant(q_in.scale, layer.beta)
+    if layer.op == ir.PRELU:
+        if layer.weights is None or layer.weights.w.shape != (layer.cin,):
+            raise ValueError(f"layer {index} ({layer.name}): prelu needs {layer.cin} slopes")
+        return activation_requant(layer.op, q_in, q_out, q_alpha=QParams(
+            float(layer.weights.scales[0]), int(layer.weights.zero_point)))
     if layer.op in ir.ELEMENTWISE_OPS:
         return activation_requant(layer.op, q_in, q_out, layer.alpha)
     if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):

@@ -34,7 +34,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             n += 1
         elif kind == "act":
             layers.append({"op": draw(st.sampled_from(["hard_swish", "leaky_relu", "logistic",
-                                                       "softmax"]))})
+                                                       "softmax", "prelu"]))})
             n += 1
         elif kind == "pool" and h >= 2:
             layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": 2})

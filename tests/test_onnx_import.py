@@ -330,3 +330,343 @@ def test_softmax_over_another_axis_is_refused(tmp_path):
     path = _save(tmp_path, nodes, [], in_shape=(1, 3, 4, 4), out_shape=[1, 3, 4, 4])
     with pytest.raises(MsfError, match="node 'sm' \\(Softmax\\): axis 3 of a rank-4 tensor"):
         load_onnx(path)
+
+
+# -- explicit Pad ----------------------------------------------------------------------------
+def _pad(name, src, dst, pads, value=None, opset=13):
+    """A Pad node (pads as [N, C, H, W begins, N, C, H, W ends]) and its initializers."""
+    inits = [numpy_helper.from_array(np.asarray(pads, np.int64), f"{name}_pads")]
+    inputs = [src, f"{name}_pads"]
+    if value is not None:
+        inits.append(_init(f"{name}_value", value=value))
+        inputs.append(f"{name}_value")
+    return helper.make_node("Pad", inputs, [dst], name=name), inits
+
+
+def pad_net(tmp_path, lowest=True):
+    """Pad(0) -> Conv VALID; Relu; Pad(0) -> MaxPool (zeros never win after a ReLU); Pad(0) ->
+    depthwise with its own asymmetric pads; [Pad(-inf) -> MaxPool]; GAP -> Flatten -> Gemm."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
+             _init("wg", (4, 6)), _init("bg", (4,), scale=0.1)]
+    p1, i1 = _pad("pad1", "x", "x_p", [0, 0, 1, 2, 0, 0, 2, 1])
+    p2, i2 = _pad("pad2", "r", "r_p", [0, 0, 1, 1, 0, 0, 1, 1], value=0.0)
+    p3, i3 = _pad("pad3", "m", "m_p", [0, 0, 0, 0, 0, 0, 1, 1])
+    nodes = [p1, helper.make_node("Conv", ["x_p", "w1", "b1"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"), p2,
+             helper.make_node("MaxPool", ["r_p"], ["m"], kernel_shape=[3, 3], strides=[2, 2],
+                              name="mp"), p3,
+             helper.make_node("Conv", ["m_p", "wd"], ["d"], pads=[1, 1, 0, 0], group=6,
+                              name="dw")]
+    inits += i1 + i2 + i3
+    last = "d"
+    if lowest:
+        p4, i4 = _pad("pad4", "d", "d_p", [0, 0, 1, 0, 0, 0, 0, 1], value=-np.inf)
+        nodes += [p4, helper.make_node("MaxPool", ["d_p"], ["m2"], kernel_shape=[2, 2],
+                                       name="mp2")]
+        inits += i4
+        last = "m2"
+    nodes += [helper.make_node("GlobalAveragePool", [last], ["g"], name="gap"),
+              helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+              helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc")]
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 13, 12), out_shape=[1, 4],
+                 name=f"pad{int(lowest)}.onnx")
+
+
+def test_pad_folds_into_the_window_after_it(tmp_path):
+    path = pad_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [(l.op, l.in_shape, l.out_shape, l.pad) for l in model.layers[:4]] == [
+        ("conv2d", (13, 12, 3), (14, 13, 6), (1, 2, 2, 1)),
+        ("max_pool", (14, 13, 6), (7, 7, 6), (1, 1, 1, 1)),
+        ("depthwise_conv2d", (7, 7, 6), (7, 7, 6), (1, 1, 1, 1)),
+        ("max_pool", (7, 7, 6), (7, 7, 6), (1, 0, 0, 1))]
+    for seed in range(3):
+        x = _input((13, 12, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+
+
+class _PadReader(CalibrationDataReader):
+    def __init__(self, shape, n=4):
+        self.inputs = iter({"x": _input(shape, 10 + i)} for i in range(n))
+
+    def get_next(self):
+        return next(self.inputs, None)
+
+
+def test_qdq_pad_folds_and_runs_close_to_onnxruntime(tmp_path):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / "pad_qdq.onnx"
+    quantize_static(str(pad_net(tmp_path, lowest=False)), str(path), _PadReader((1, 3, 13, 12)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    assert sum(n.op_type == "Pad" for n in onnx.load(path).graph.node) == 3
+    model = load_onnx(path)
+    assert model.quantized
+    assert [l.pad for l in model.layers[:3]] == [(1, 2, 2, 1), (1, 1, 1, 1), (1, 1, 1, 1)]
+    q_out = model.layers[-1].q_out
+    for seed in range(3):
+        x = _input((13, 12, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+@pytest.mark.parametrize("case, message", [
+    ("value", "node 'pad' \\(Pad\\): pads with 0.5: before a Conv only 0 folds"),
+    ("channels", "node 'pad' \\(Pad\\): pads \\[0, 1, 0, 0, 0, 0, 0, 0\\]: only non-negative"),
+    ("negative", "node 'pad' \\(Pad\\): pads \\[0, 0, -1, 0, 0, 0, 0, 0\\]"),
+    ("reflect", "node 'pad' \\(Pad\\): mode reflect: only constant padding"),
+    ("avgpool", "node 'ap' \\(AveragePool\\): reads the output of Pad 'pad'.*divides by the taps"),
+    ("maxpool", "node 'pad' \\(Pad\\): pads with 0.0: before a MaxPool only -inf"),
+    ("output", "output 'y': must be the output of the last layer"),
+    ("two_readers", "node 'pad' \\(Pad\\): a Pad must be read by exactly one Conv or MaxPool"),
+])
+def test_pad_that_does_not_fold_is_refused_in_one_line(tmp_path, case, message):
+    pads = {"channels": [0, 1, 0, 0, 0, 0, 0, 0],
+            "negative": [0, 0, -1, 0, 0, 0, 0, 0]}.get(case, [0, 0, 1, 1, 0, 0, 1, 1])
+    pad, inits = _pad("pad", "x", "y" if case == "output" else "p", pads,
+                      value=0.5 if case == "value" else None)
+    if case == "reflect":
+        pad.attribute.append(helper.make_attribute("mode", "reflect"))
+    inits.append(_init("w", (4, 3, 3, 3)))
+    reader = {"avgpool": helper.make_node("AveragePool", ["p"], ["y"], kernel_shape=[3, 3],
+                                          name="ap"),
+              "maxpool": helper.make_node("MaxPool", ["p"], ["y"], kernel_shape=[3, 3],
+                                          name="mp")}.get(
+        case, helper.make_node("Conv", ["p", "w"], ["y"], name="conv"))
+    nodes = [pad] if case == "output" else [pad, reader]
+    if case == "two_readers":
+        nodes = [pad, helper.make_node("Conv", ["p", "w"], ["c"], name="conv"),
+                 helper.make_node("Add", ["c", "p"], ["y"], name="add")]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8))
+    with pytest.raises(MsfError, match=message) as info:
+        load_onnx(path)
+    assert "\n" not in str(info.value)
+
+
+# -- flatten of a map before a dense layer ---------------------------------------------------
+def flatten_net(tmp_path, how):
+    """Conv 3x3 s2 + Relu on 10x8 -> a 4x5x4 map flattened (NCHW Flatten, Reshape [0, -1],
+    or TensorFlow's Transpose to NHWC + Reshape [1, -1]) -> Gemm (transB=1, or 0 after the
+    Transpose) -> 5."""
+    inits = [_init("w1", (4, 3, 3, 3)), _init("b1", (4,), scale=0.1), _init("bg", (5,), scale=0.1),
+             numpy_helper.from_array(np.array([0, -1] if how == "reshape" else [1, -1], np.int64),
+                                     "shape")]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1],
+                              strides=[2, 2], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu")]
+    if how == "flatten":
+        nodes.append(helper.make_node("Flatten", ["r"], ["f"], name="flat"))
+    elif how == "reshape":
+        nodes.append(helper.make_node("Reshape", ["r", "shape"], ["f"], name="flat"))
+    else:
+        nodes += [helper.make_node("Transpose", ["r"], ["t"], perm=[0, 2, 3, 1], name="nhwc"),
+                  helper.make_node("Reshape", ["t", "shape"], ["f"], name="flat")]
+    if how == "transpose":      # Gemm with (in, out) weights
+        inits.append(_init("wg", (80, 5), scale=0.15))
+        nodes.append(helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="fc"))
+    else:
+        inits.append(_init("wg", (5, 80), scale=0.15))
+        nodes.append(helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc"))
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 8), out_shape=[1, 5],
+                 name=f"flatten_{how}.onnx")
+
+
+@pytest.mark.parametrize("how", ["flatten", "reshape", "transpose"])
+def test_flatten_of_a_map_before_dense_matches_onnxruntime_and_tflm(tmp_path, how):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    path = flatten_net(tmp_path, how)
+    model, params = read_onnx(path)
+    assert [(l.op, l.in_shape, l.out_shape) for l in model.layers] == [
+        ("conv2d", (10, 8, 3), (5, 4, 4)), ("dense", (5, 4, 4), (1, 1, 5))]
+    file_w = numpy_helper.to_array(onnx.load(path).graph.initializer[-1])
+    file_w = file_w.T if how == "transpose" else file_w
+    order = (0, 1, 2) if how == "transpose" else (2, 0, 1)      # file's axes of (H, W, C)
+    hwc = file_w.reshape([5] + [(5, 4, 4)[a] for a in order])
+    np.testing.assert_array_equal(params[1].w, hwc.transpose(0, *(order.index(a) + 1 for a in
+                                                                  range(3))).reshape(5, 80))
+    for seed in range(3):
+        x = _input((10, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+    quantized = materialize(model)
+    for seed in range(2):
+        x = seeded_input(quantized, seed)
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                      tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+@pytest.mark.parametrize("how", ["flatten", "transpose"])
+def test_qdq_flatten_before_dense_keeps_the_file_weights(tmp_path, how):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / f"flatten_{how}_qdq.onnx"
+    quantize_static(str(flatten_net(tmp_path, how)), str(path), _PadReader((1, 3, 10, 8)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    model = load_onnx(path)
+    dense = model.layers[-1]
+    inits = {i.name: numpy_helper.to_array(i) for i in onnx.load(path).graph.initializer}
+    w = inits["wg_quantized"]
+    w = w.T if how == "transpose" else w.reshape(5, 4, 5, 4).transpose(0, 2, 3, 1).reshape(5, 80)
+    np.testing.assert_array_equal(dense.weights.w, w)
+    q_out = dense.q_out
+    for seed in range(3):
+        x = _input((10, 8, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+@pytest.mark.parametrize("case, message", [
+    ("perm", "node 'nhwc' \\(Transpose\\): perm \\[0, 3, 2, 1\\]: only a Transpose to NHWC"),
+    ("target", "node 'flat' \\(Reshape\\): only a flatten of the 4x5x4 tensor to \\(1, 80\\)"),
+    ("conv_after", "node 'conv2' \\(Conv\\): reads the NHWC Transpose 't'"),
+])
+def test_other_transposes_and_reshapes_are_refused(tmp_path, case, message):
+    inits = [_init("w1", (4, 3, 3, 3)), _init("w2", (4, 5, 1, 1)), _init("wg", (5, 80)),
+             numpy_helper.from_array(np.array([4, 20], np.int64), "shape")]
+    conv = helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], strides=[2, 2],
+                            name="conv")
+    nodes = {"perm": [conv, helper.make_node("Transpose", ["c"], ["y"], perm=[0, 3, 2, 1],
+                                             name="nhwc")],
+             "target": [conv, helper.make_node("Reshape", ["c", "shape"], ["y"], name="flat")],
+             "conv_after": [conv, helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1],
+                                                   name="nhwc"),
+                            helper.make_node("Conv", ["t", "w2"], ["y"], name="conv2")]}[case]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 8))
+    with pytest.raises(MsfError, match=message) as info:
+        load_onnx(path)
+    assert "\n" not in str(info.value)
+
+
+# -- PRelu -----------------------------------------------------------------------------------
+def prelu_net(tmp_path, last=True):
+    """Conv -> PRelu (slope [C, 1, 1], both signs) -> depthwise -> PRelu (one shared slope)
+    -> GAP -> Flatten -> Gemm [-> PRelu ([5] on the (1, 5) logits)]."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
+             _init("wg", (5, 6)), _init("bg", (5,), scale=0.1),
+             _init("s1", value=np.array([0.25, -0.1, 0.05, 0.5, 0.0, 0.2]).reshape(6, 1, 1)),
+             _init("s2", value=np.array([0.1])), _init("s3", value=np.linspace(0.05, 0.3, 5))]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("PRelu", ["c", "s1"], ["p1"], name="prelu1"),
+             helper.make_node("Conv", ["p1", "wd"], ["d"], pads=[1, 1, 1, 1], group=6, name="dw"),
+             helper.make_node("PRelu", ["d", "s2"], ["p2"], name="prelu2"),
+             helper.make_node("GlobalAveragePool", ["p2"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["z" if last else "y"], transB=1,
+                              name="fc")]
+    if last:
+        nodes.append(helper.make_node("PRelu", ["z", "s3"], ["y"], name="prelu3"))
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 9, 8), out_shape=[1, 5],
+                 name="prelu.onnx")
+
+
+def test_prelu_matches_onnxruntime_and_tflm(tmp_path):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    path = prelu_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [l.op for l in model.layers] == ["conv2d", "prelu", "depthwise_conv2d", "prelu",
+                                            "global_avgpool", "dense", "prelu"]
+    np.testing.assert_allclose(params[3].w, [0.1] * 6)
+    for seed in range(3):
+        x = _input((9, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    assert quantized.layers[1].weights.w.shape == (6,)
+    for seed in range(2):
+        x = seeded_input(quantized, seed)
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                      tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
+    from msf_pio.reference import run_model
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    path = tmp_path / "prelu_qdq.onnx"
+    # onnxruntime leaves PRelu in float (its slopes too, quantized here as msf-pio does); a
+    # PRelu output nothing quantized after it would be float: the net ends in the Gemm
+    quantize_static(str(prelu_net(tmp_path, last=False)), str(path), _PadReader((1, 3, 9, 8)),
+                    quant_format=QuantFormat.QDQ, per_channel=True,
+                    activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
+    model = load_onnx(path)
+    assert model.quantized and [l.op for l in model.layers].count("prelu") == 2
+    q_out = model.layers[-1].q_out
+    for seed in range(3):
+        x = _input((9, 8, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
+def test_prelu_with_a_slope_per_pixel_is_refused(tmp_path):
+    nodes = [helper.make_node("PRelu", ["x", "s"], ["y"], name="pr")]
+    path = _save(tmp_path, nodes, [_init("s", (3, 4, 4))], in_shape=(1, 3, 4, 4))
+    with pytest.raises(MsfError, match="node 'pr' \\(PRelu\\): slope of shape \\[3, 4, 4\\]: "
+                                       "only one slope per channel"):
+        load_onnx(path)
+
+
+# -- hard-swish spelled out ------------------------------------------------------------------
+def _spelled_hard_swish(how):
+    """Nodes computing h = hard_swish(c) as exporters write it, and their constants."""
+    inits = [_init("three", value=3.0), _init("zero", value=0.0), _init("six", value=6.0),
+             _init("sixth", value=1.0 / 6.0)]
+    add = helper.make_node("Add", ["c", "three"], ["a"], name="hs_add")
+    clip = (helper.make_node("Clip", ["a"], ["r"], min=0.0, max=6.0, name="hs_clip")
+            if how == "opset10" else helper.make_node("Clip", ["a", "zero", "six"], ["r"],
+                                                      name="hs_clip"))
+    if how in ("mul_div", "opset10"):          # (x * relu6(x + 3)) / 6
+        tail = [helper.make_node("Mul", ["c", "r"], ["m"], name="hs_mul"),
+                helper.make_node("Div", ["m", "six"], ["h"], name="hs_div")]
+    elif how == "mul_sixth":                   # (relu6(x + 3) * x) * (1/6)
+        tail = [helper.make_node("Mul", ["r", "c"], ["m"], name="hs_mul"),
+                helper.make_node("Mul", ["sixth", "m"], ["h"], name="hs_scale")]
+    elif how == "div_mul":                     # x * (relu6(x + 3) / 6): MobileNetV3's h_sigmoid
+        tail = [helper.make_node("Div", ["r", "six"], ["g"], name="hs_div"),
+                helper.make_node("Mul", ["c", "g"], ["h"], name="hs_mul")]
+    elif how == "sixth_mul":                   # (relu6(x + 3) * (1/6)) * x
+        tail = [helper.make_node("Mul", ["r", "sixth"], ["g"], name="hs_scale"),
+                helper.make_node("Mul", ["g", "c"], ["h"], name="hs_mul")]
+    else:                                      # x * HardSigmoid(x): torch.onnx before opset 14
+        return [helper.make_node("HardSigmoid", ["c"], ["g"], alpha=1.0 / 6.0, name="hs_sigmoid"),
+                helper.make_node("Mul", ["c", "g"], ["h"], name="hs_mul")], []
+    return [add, clip] + tail, inits
+
+
+@pytest.mark.parametrize("how", ["mul_div", "opset10", "mul_sixth", "div_mul", "sixth_mul",
+                                 "hard_sigmoid"])
+def test_spelled_out_hard_swish_is_one_layer(tmp_path, how):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    nodes, inits = _spelled_hard_swish(how)
+    nodes = ([helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv")]
+             + nodes + [helper.make_node("Conv", ["h", "w2"], ["y"], name="pw")])
+    inits += [_init("w1", (6, 3, 3, 3), scale=0.8), _init("w2", (4, 6, 1, 1))]
+    path = _save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8),
+                 opset=10 if how == "opset10" else 13)
+    model, params = read_onnx(path)
+    assert [l.op for l in model.layers] == ["conv2d", "hard_swish", "conv2d"]
+    assert model.layers[1].name == nodes[-2].name
+    for seed in range(3):
+        x = _input((8, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    x = seeded_input(quantized, 0)
+    np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                  tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def test_hard_swish_pieces_read_elsewhere_are_not_fused(tmp_path):
+    nodes, inits = _spelled_hard_swish("div_mul")
+    nodes = ([helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv")]
+             + nodes + [helper.make_node("Add", ["h", "r"], ["y"], name="uses_relu6")])
+    inits.append(_init("w1", (6, 3, 3, 3)))
+    with pytest.raises(MsfError, match="node 'hs_add' \\(Add\\)") as info:
+        load_onnx(_save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8)))
+    assert "\n" not in str(info.value)

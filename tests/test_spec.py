@@ -126,3 +126,20 @@ layers:
     assert all(l.out_shape == (6, 6, 4) for l in m.layers[:4])
     assert m.layers[2].alpha == float(np.float32(0.1)) and m.layers[6].beta == 0.5
     assert m.output_shape == (1, 1, 5)
+
+
+def test_prelu_gets_one_int8_slope_per_channel(tmp_path):
+    from msf_pio.fusion.exact_cost import layer_macs
+    from msf_pio.model.weights import materialize
+    path = write(tmp_path, """
+input: {shape: [6, 6, 3]}
+weights: {random: 3}
+layers:
+  - {op: conv2d, out: 4, kernel: 3}
+  - {op: prelu}
+""")
+    m = materialize(load_spec(path))
+    prelu = m.layers[1]
+    assert prelu.out_shape == (6, 6, 4) and layer_macs(prelu) == 0
+    assert prelu.weights.w.shape == (4,) and prelu.weights.w.dtype == np.int8
+    assert prelu.weights.bias.size == 0 and prelu.weights.scales.shape == (1,)

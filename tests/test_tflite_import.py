@@ -78,6 +78,39 @@ def test_zoo_model_round_trip_gives_tflm_bytes(name, requantize, tmp_path):
             assert np.array_equal(out, ref), f"plan {label}, input {seed}"
 
 
+def test_reshape_of_a_map_before_fully_connected_keeps_hwc_order(tmp_path):
+    """RESHAPE (1, H, W, C) -> (1, H*W*C) flattens NHWC in the IR's own H, W, C order: the
+    FULLY_CONNECTED weights are taken as written, and the bytes are TFLM's."""
+    from .int8_models import WEIGHTED, single_op_model
+    shape, layers = WEIGHTED["dense_flatten"]
+    original = single_op_model(shape, [{"op": "pointwise", "out": 4}] + layers, 5)
+    path = tmp_path / "flatten.tflite"
+    export_tflite(original, path)
+    model = load_model(str(path))
+    assert_same_quantized_model(original, model)
+    assert model.layers[-1].in_shape == (3, 2, 4)
+    for seed in range(3):
+        x = random_input(model, seed)
+        assert np.array_equal(run_model(model, x).reshape(-1),
+                              tflm_run(path.read_bytes(), x).reshape(-1))
+
+
+@pytest.mark.parametrize("case", ["prelu", "prelu_logits"])
+def test_prelu_round_trip_keeps_the_slopes_and_gives_tflm_bytes(case, tmp_path):
+    from .int8_models import PIXEL, single_op_model
+    shape, layers = PIXEL[case]
+    original = single_op_model(shape, layers, 6)
+    path = tmp_path / f"{case}.tflite"
+    export_tflite(original, path)
+    model = load_model(str(path))
+    assert_same_quantized_model(original, model)
+    assert model.layers[-1].weights.zero_point == original.layers[-1].weights.zero_point != 0
+    for seed in range(3):
+        x = random_input(model, seed)
+        assert np.array_equal(run_model(model, x).reshape(-1),
+                              tflm_run(path.read_bytes(), x).reshape(-1))
+
+
 # -- a file our exporter did not write ------------------------------------------------------------
 def _tflm_float(data, model, x):
     """TFLM on a float-edged file, fed the dequantized int8 input, its output requantized."""
@@ -184,6 +217,24 @@ def _pad_avgpool(b, x, c):
     return y
 
 
+def _pad_maxpool(b, x, c):
+    """PAD with the zero point (the stem's ReLU output's) -> MAX_POOL_2D VALID 3x3 stride 2."""
+    p = b.tensor("p", (4, 2), TT.INT32, data=np.array([[0, 0], [1, 0], [0, 1], [0, 0]], "<i4"))
+    cp = b.activation("cp", (1, 9, 9, 4), 0.05, -5)
+    b.op(OP.PAD, [c, p], [cp], OPT.PadOptions, fb.PadOptionsT())
+    y = b.activation("y", (1, 4, 4, 4), 0.05, -5)
+    b.op(OP.MAX_POOL_2D, [cp], [y], OPT.Pool2DOptions, pool_options(VALID, 2, 3, 3))
+    return y
+
+
+def _prelu_per_element(b, x, c):
+    alpha = b.tensor("alpha", (8, 8, 4), TT.INT8, np.float32(0.01), 3,
+                     data=np.ones((8, 8, 4), np.int8))
+    y = b.activation("y", (1, 8, 8, 4), 0.05, -5)
+    b.op(OP.PRELU, [c, alpha], [y])
+    return y
+
+
 def _requantize(b, x, c):
     y = b.activation("y", (1, 8, 8, 4), 0.07, 2)
     b.op(OP.QUANTIZE, [c], [y])
@@ -200,6 +251,12 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "tanh": ({}, _unary(OP.TANH), "operator 1 (TANH): unsupported op (supported activations"),
     "concatenation": ({}, _concat, "operator 1 (CONCATENATION): unsupported op"),
     "pad_alone": ({}, _pad_avgpool, "operator 2 (AVERAGE_POOL_2D): "),
+    "pad_maxpool_no_relu": ({"act": A.NONE}, _pad_maxpool,
+                            "operator 2 (MAX_POOL_2D): a max pool after PAD needs PADV2 with "
+                            "-128 (or a ReLU before the PAD)"),
+    "prelu_per_element": ({}, _prelu_per_element,
+                          "operator 1 (PRELU): tensor 4 'alpha': alpha of shape [8, 8, 4]: only "
+                          "one slope per channel"),
     "not_square": ({"kernel": (3, 1)}, None, "operator 0 (CONV_2D): kernel 3x1 is not square"),
     "dilation": ({"dilation": 2}, None, "operator 0 (CONV_2D): dilation 2x2 is not supported"),
     "float_filter": ({"filter_type": TT.FLOAT32}, None,
@@ -234,6 +291,19 @@ def _one_line_error(path, fragment):
 def test_unsupported_graphs_are_one_line_errors(case, tmp_path):
     stem, tail, fragment = ERRORS[case]
     _one_line_error(_small_file(tmp_path, case, stem, tail), fragment)
+
+
+def test_pad_with_the_zero_point_before_a_max_pool_after_relu_folds(tmp_path):
+    """After a ReLU nothing lies below the zero point, so padding with it never wins the max:
+    the PAD folds into the pool's padding and the bytes are TFLM's."""
+    path = _small_file(tmp_path, "pad_maxpool", None, _pad_maxpool)
+    model = load_model(str(path))
+    assert [(l.op, l.pad, l.out_shape) for l in model.layers] == [
+        ("conv2d", (1, 1, 1, 1), (8, 8, 4)), ("max_pool", (1, 0, 0, 1), (4, 4, 4))]
+    for seed in range(3):
+        x = random_input(model, seed)
+        assert np.array_equal(run_model(model, x).reshape(-1),
+                              tflm_run(path.read_bytes(), x).reshape(-1))
 
 
 def test_the_plain_stem_imports(tmp_path):

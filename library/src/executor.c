@@ -30,6 +30,7 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
     case MSF_HARD_SWISH:
     case MSF_LEAKY_RELU:
     case MSF_LOGISTIC:
+    case MSF_PRELU:
         msf_activation_column(l, in, out, col, r0, r1);
         break;
     default:

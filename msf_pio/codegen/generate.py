@@ -21,7 +21,7 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
-       ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC"}
+       ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
 SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
            "line-buffer": "MSF_LINE_BUFFER"}
 MAX_KERNEL = 11          # library/src/kernels/window.h
@@ -83,6 +83,9 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
         f.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
                  fn_mult1=rq.multiplier1, fn_shift1=rq.shift1, fn_mult2=rq.multiplier2,
                  fn_shift2=rq.shift2, fn_limit=rq.limit)
+        if layer.op == ir.PRELU:                    # the slopes: C bytes of flash
+            arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
+            f.update(weights=f"w{i}", in2_offset=rq.alpha_offset)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
     return arrays, f
 

@@ -6,7 +6,8 @@ Activations are 4-D NHWC (N = 1); a dense output is 2-D (1, out); RESHAPE bridge
 Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zero point; -128
 before a max pool) followed by a VALID op. Global average pooling is AVERAGE_POOL_2D when it keeps
 its input's quantization and MEAN when it requantizes (`Layer.requantize`). SOFTMAX, HARD_SWISH,
-LEAKY_RELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n)).
+LEAKY_RELU, PRELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n));
+PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor), quantized per tensor.
 """
 from __future__ import annotations
 
@@ -241,6 +242,13 @@ class _Graph:
             options.alpha = layer.alpha
             self.op(fb.BuiltinOperator.LEAKY_RELU, [x], [out],
                     fb.BuiltinOptions.LeakyReluOptions, options)
+        elif layer.op == ir.PRELU:
+            wts = layer.weights
+            alpha = self.tensor(f"{layer.name}_alpha", (1, 1, layer.cin) if rank == 4
+                                else (layer.cin,), fb.TensorType.INT8,
+                                _quant([wts.scales[0]], [wts.zero_point], 0),
+                                wts.w.astype(np.int8))
+            self.op(fb.BuiltinOperator.PRELU, [x, alpha], [out])
         else:
             code = {ir.HARD_SWISH: fb.BuiltinOperator.HARD_SWISH,
                     ir.LOGISTIC: fb.BuiltinOperator.LOGISTIC}[layer.op]

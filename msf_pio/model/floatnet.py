@@ -15,13 +15,15 @@ from . import ir
 from .ir import Layer, Model
 
 WEIGHTED_OPS = (ir.CONV, ir.DEPTHWISE, ir.DENSE)
+PARAM_OPS = WEIGHTED_OPS + (ir.PRELU,)      # layers with float parameters (prelu: its slopes)
 
 Hook = Callable[[int, np.ndarray], np.ndarray]
 
 
 @dataclass
 class FloatWeights:
-    """Float parameters of one layer: `w` in the IR layout of `ir.Weights`, `b` per channel."""
+    """Float parameters of one layer: `w` in the IR layout of `ir.Weights`, `b` per channel
+    (prelu: `w` the slopes per channel, `b` empty)."""
     w: np.ndarray
     b: np.ndarray
 
@@ -31,8 +33,10 @@ class FloatWeights:
 
 
 def weight_shape(layer: Layer) -> tuple[int, ...]:
-    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in)."""
+    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in), prelu (C,)."""
     k = layer.kernel
+    if layer.op == ir.PRELU:
+        return (layer.cin,)
     if layer.op == ir.CONV:
         return (layer.cout, k, k, layer.cin)
     if layer.op == ir.DEPTHWISE:
@@ -88,6 +92,8 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
         return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
     if layer.op == ir.LEAKY_RELU:
         return np.where(x >= 0, x, np.float32(layer.alpha) * x)
+    if layer.op == ir.PRELU:
+        return np.where(x >= 0, x, p.w * x)
     if layer.op == ir.LOGISTIC:
         return 1.0 / (1.0 + np.exp(-x))
     return x + saved.pop(layer.skip)   # add

@@ -24,9 +24,10 @@ SOFTMAX = "softmax"
 HARD_SWISH = "hard_swish"
 LEAKY_RELU = "leaky_relu"
 LOGISTIC = "logistic"
+PRELU = "prelu"
 
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a k x k window and a stride
-ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC)  # one output value per input value
+ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
 PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS             # one output pixel per input pixel
 SPATIAL_OPS = WINDOW_OPS + (ADD,) + PIXEL_OPS        # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
@@ -54,10 +55,13 @@ class Weights:
 
     conv2d: int8 (C_out, k, k, C_in); depthwise: int8 (1, k, k, C); dense: int8 (out, in).
     `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
+    prelu: the slopes below zero, int8 (C,) with one scale and a `zero_point` (TFLite's alpha
+    tensor, per tensor and possibly asymmetric); no bias (an empty array).
     """
     w: np.ndarray
     bias: np.ndarray
     scales: np.ndarray
+    zero_point: int = 0
 
 
 @dataclass

@@ -2,8 +2,14 @@
 
 Supported: Conv (groups 1 or depthwise), BatchNormalization, Relu and Clip(0, 6) folded into
 the layer before, Add (residual, or a bias after a conv/dense), MaxPool, AveragePool,
-GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense), Softmax over the channels,
-HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A float file comes back
+GlobalAveragePool, a Flatten/Reshape (after a Transpose to NHWC or not) of any C x H x W map in
+front of a Gemm/MatMul (dense: its weight columns reordered from the file's flatten order to the
+IR's H, W, C order), Softmax over the channels,
+HardSwish, LeakyRelu, PRelu (one slope per channel) and Sigmoid (layers of their own, TFLite's
+int8 semantics); in a float file, hard-swish spelled out as exporters write it (x * Clip(x + 3, 0,
+6) / 6 with Add/Clip/Mul/Div, in any order of the Mul and Div, or x * HardSigmoid(x)) is one
+HardSwish. A spatial Pad
+(constant 0) folds into the padding of the Conv or MaxPool that alone reads it (see `_pad`). A float file comes back
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
 comes back quantized with the file's own scales and zero points.
 
@@ -26,7 +32,7 @@ from . import ir
 from .floatnet import WEIGHTED_OPS, FloatWeights
 from .ir import Layer, Model, QParams, Weights, conv_out, same_padding
 from .onnx_qdq import QConst, strip_qdq
-from .quantize import SAME_AS_INPUT, f32, quantize_bias
+from .quantize import SAME_AS_INPUT, f32, quantize_bias, quantize_weights
 
 _ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE)
 _QOPERATOR_HINT = "; export int8 models with quant_format=QuantFormat.QDQ"
@@ -60,6 +66,111 @@ def read_onnx(path: str | Path) -> tuple[Model, list[FloatWeights | None] | None
                        where=where) from None
 
 
+_SIXTH = 1.0 / 6.0
+
+
+def _fuse_hard_swish(nodes: list[NodeProto], consts: dict[str, np.ndarray],
+                     outputs) -> list[NodeProto]:
+    """The nodes with every spelled-out hard-swish replaced by one HardSwish node (at the place
+    of its last node): x * relu6(x + 3) / 6 as Add(x, 3) -> Clip(0, 6) -> Mul(x, .) -> Div(6)
+    (or Mul(1/6), before or after the Mul with x), or Mul(x, HardSigmoid(x) with alpha 1/6 and
+    beta 0.5). Intermediate tensors must have no other reader."""
+    producer = {o: n for n in nodes for o in n.output}
+    readers = Counter(i for n in nodes for i in n.input if i)
+    readers.update(o.name for o in outputs)
+
+    def scalar(name: str) -> float | None:
+        value = consts.get(name)
+        return float(value.reshape(())) if value is not None and value.size == 1 else None
+
+    def attr(node: NodeProto, name: str, default: float) -> float:
+        for a in node.attribute:
+            if a.name == name and a.type == onnx.AttributeProto.FLOAT:
+                return a.f
+        return default
+
+    def near(value: float | None, target: float) -> bool:
+        return value is not None and abs(value - target) <= 1e-6 * max(1.0, target)
+
+    def only(name: str) -> NodeProto | None:
+        """The node making `name`, if nothing else reads it."""
+        return producer.get(name) if readers[name] == 1 else None
+
+    def other(node: NodeProto, known: str) -> str | None:
+        """The other operand of a two-input node one of whose inputs is `known`."""
+        if len(node.input) != 2 or known not in node.input:
+            return None
+        return node.input[1] if node.input[0] == known else node.input[0]
+
+    def sixth(node: NodeProto | None) -> str | None:
+        """a, if `node` is a / 6 or a * (1/6) with a constant 6 or 1/6."""
+        if node is None or len(node.input) != 2:
+            return None
+        if node.op_type == "Div" and near(scalar(node.input[1]), 6.0):
+            return node.input[0]
+        if node.op_type == "Mul":
+            for i in (0, 1):
+                if near(scalar(node.input[i]), _SIXTH) and scalar(node.input[1 - i]) is None:
+                    return node.input[1 - i]
+        return None
+
+    def relu6_plus_3(name: str) -> tuple[str, list[NodeProto]] | None:
+        """(x, [Add, Clip]) if `name` is Clip(x + 3, 0, 6), read only here."""
+        clip = only(name)
+        if clip is None or clip.op_type != "Clip":
+            return None
+        lo = scalar(clip.input[1]) if len(clip.input) > 1 and clip.input[1] else attr(
+            clip, "min", -np.inf)
+        hi = scalar(clip.input[2]) if len(clip.input) > 2 and clip.input[2] else attr(
+            clip, "max", np.inf)
+        add = only(clip.input[0])
+        if lo != 0.0 or hi != 6.0 or add is None or add.op_type != "Add" or len(add.input) != 2:
+            return None
+        for i in (0, 1):
+            if scalar(add.input[i]) == 3.0 and scalar(add.input[1 - i]) is None:
+                return add.input[1 - i], [add, clip]
+        return None
+
+    def gate(name: str) -> tuple[str, list[NodeProto]] | None:
+        """(x, nodes) if `name` is relu6(x + 3) / 6 or HardSigmoid(x; 1/6, 0.5)."""
+        node = only(name)
+        if node is not None and node.op_type == "HardSigmoid":
+            if near(attr(node, "alpha", 0.2), _SIXTH) and attr(node, "beta", 0.5) == 0.5:
+                return node.input[0], [node]
+            return None
+        inner = sixth(node)
+        found = relu6_plus_3(inner) if inner is not None else None
+        return (found[0], found[1] + [node]) if found else None
+
+    def match(node: NodeProto) -> tuple[str, list[NodeProto]] | None:
+        """(x, the nodes to replace) if `node` ends a spelled-out hard-swish of x."""
+        if node.op_type == "Mul" and len(node.input) == 2:        # x * gate(x)
+            for i in (0, 1):
+                found = gate(node.input[i])
+                if found and found[0] == node.input[1 - i]:
+                    return found[0], found[1] + [node]
+        inner = sixth(node)                                         # (x * relu6(x + 3)) / 6
+        mul = only(inner) if inner is not None else None
+        if mul is not None and mul.op_type == "Mul" and len(mul.input) == 2:
+            for i in (0, 1):
+                found = relu6_plus_3(mul.input[i])
+                if found and found[0] == mul.input[1 - i]:
+                    return found[0], found[1] + [mul, node]
+        return None
+
+    replaced: dict[int, NodeProto | None] = {}        # id(node) -> its replacement (None: drop)
+    for node in nodes:
+        found = match(node) if id(node) not in replaced else None
+        if found is None or any(id(n) in replaced for n in found[1]):
+            continue
+        x, group = found
+        for n in group:
+            replaced[id(n)] = None
+        replaced[id(node)] = helper.make_node("HardSwish", [x], [node.output[0]],
+                                              name=node.name or node.output[0])
+    return [replaced.get(id(n), n) for n in nodes if replaced.get(id(n), n) is not None]
+
+
 class _Importer:
     """Walks the nodes in graph order, emitting one IR layer per compute node and folding
     BatchNormalization, activations and bias adds into the layer they follow."""
@@ -79,10 +190,17 @@ class _Importer:
                                                if is_tensor else np.asarray(value))
         self.view = strip_qdq([n for n in self.graph.node if n.op_type != "Constant"],
                               self.consts, path)
+        if not self.view.quantized:          # QDQ: each op has its own quantized output
+            self.view.nodes = _fuse_hard_swish(self.view.nodes, self.consts, self.graph.output)
         self.consumers = Counter(self._name(i) for n in self.view.nodes for i in n.input if i)
         self.consumers.update(self._name(o.name) for o in self.graph.output)
         self.tensor: dict[str, int] = {}     # float tensor name -> IR tensor index
         self.flat: set[str] = set()          # Flatten/Reshape outputs (dense inputs only)
+        self.chw: set[str] = set()           # ... of those, the ones flattened in NCHW order
+        self.nhwc: set[str] = set()          # Transpose(0, 2, 3, 1) outputs (flatten inputs only)
+        # Pad outputs waiting for the window node that reads them: (top, left, bottom, right),
+        # the real pad value and the Pad node (for errors)
+        self.padded: dict[str, tuple[tuple[int, int, int, int], float, NodeProto]] = {}
         self.qp: dict[int, QParams] = {}
         self.layers: list[Layer] = []
         self.params: list[FloatWeights | None] = []
@@ -109,7 +227,8 @@ class _Importer:
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
                     "MatMul": self._dense, "Softmax": self._pixel_op,
                     "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
-                    "Sigmoid": self._pixel_op}
+                    "Sigmoid": self._pixel_op, "PRelu": self._prelu, "Pad": self._pad,
+                    "Transpose": self._transpose}
         for node in self.view.nodes:
             self._current = node
             if node.op_type not in handlers:
@@ -152,7 +271,7 @@ class _Importer:
         if len(outputs) != 1:
             raise MsfError(f"needs exactly one graph output, has {len(outputs)}", source=self.path)
         name = self._name(outputs[0].name)
-        if self.tensor.get(name) != len(self.layers) or not self.layers:
+        if self.tensor.get(name) != len(self.layers) or not self.layers or name in self.padded:
             raise MsfError("must be the output of the last layer", source=self.path,
                            where=f"output '{outputs[0].name}'")
         dims = [d.dim_value for d in outputs[0].type.tensor_type.shape.dim]
@@ -172,18 +291,28 @@ class _Importer:
         return MsfError(message, source=self.path,
                         where=f"node '{node.name or node.output[0]}' ({node.op_type})")
 
-    def _input(self, node: NodeProto, flat: bool = False) -> int:
+    def _input(self, node: NodeProto, flat: bool = False, pad_ok: bool = False) -> int:
         """The IR tensor `node` reads: it must be the latest one (the IR is a chain)."""
         name = self._name(node.input[0])
         if name not in self.tensor:
             raise self._error(node, f"reads '{node.input[0]}', which no supported node produces")
+        if name in self.padded and not pad_ok:
+            pad = self.padded[name][2]
+            why = (" (an AveragePool divides by the taps inside its padded input, the zeros "
+                   "included: no pool padding computes that)" if node.op_type == "AveragePool"
+                   else "")
+            raise self._error(node, f"reads the output of Pad '{pad.name or pad.output[0]}': a "
+                                    f"Pad may only feed a Conv or a MaxPool{why}")
         t = self.tensor[name]
+        if name in self.nhwc and node.op_type not in ("Flatten", "Reshape"):
+            raise self._error(node, f"reads the NHWC Transpose '{node.input[0]}': a Transpose "
+                                    "may only feed a Flatten/Reshape in front of a Gemm/MatMul")
         if t != len(self.layers):
             raise self._error(node, f"reads the earlier tensor '{node.input[0]}': only a "
                                     "residual Add may branch off the chain")
         if (name in self.flat) != flat:
             raise self._error(node, "a Flatten/Reshape may only feed a Gemm/MatMul" if not flat
-                              else "input must be flattened (Flatten/Reshape of a 1x1 tensor)")
+                              else "input must be flattened (a Flatten/Reshape to (1, N))")
         return t
 
     def _shape(self, t: int) -> ir.Shape:
@@ -234,13 +363,17 @@ class _Importer:
         name = self._name(node.input[i])
         layer = self.layers[-1] if self.layers else None
         if (self.tensor.get(name) != len(self.layers) or layer is None or layer.op not in ops
-                or self.consumers[name] != 1 or name in self.flat):
+                or self.consumers[name] != 1 or name in self.flat or name in self.padded):
             raise self._error(node, f"must directly follow {what} whose output it alone reads")
         self.tensor[node.output[0]] = len(self.layers)
         self._set_q(node.output[0], len(self.layers))
         return layer
 
-    def _padding(self, node: NodeProto, h: int, w: int, k: int, s: int) -> tuple[int, ...]:
+    def _padding(self, node: NodeProto, h: int, w: int, k: int, s: int,
+                 explicit: tuple[int, ...] = (0, 0, 0, 0)) -> tuple[int, ...]:
+        """(top, left, bottom, right) of the window: its own padding of the (Pad-)padded
+        input, plus the `explicit` padding of a Pad folded into it."""
+        h, w = h + explicit[0] + explicit[2], w + explicit[1] + explicit[3]
         auto = self._attr(node, "auto_pad", "NOTSET")
         if auto in ("SAME_UPPER", "SAME_LOWER"):
             (top, bottom), (left, right) = same_padding(h, k, s), same_padding(w, k, s)
@@ -249,19 +382,24 @@ class _Importer:
             pad = (0, 0, 0, 0)
         else:
             pad = tuple(self._attr(node, "pads", [0, 0, 0, 0]))
+            if len(pad) != 4 or min(pad) < 0:
+                raise self._error(node, f"pads {list(pad)} must be 4 non-negative values")
+        pad = tuple(a + b for a, b in zip(pad, explicit))
         if max(pad) >= k:
             raise self._error(node, f"padding {list(pad)} must be smaller than the kernel {k}")
         return pad
 
-    def _window(self, node: NodeProto, op: str, shape: ir.Shape, k: list[int], cout: int) -> Layer:
-        """A window layer from the common Conv/Pool attributes (square kernel and stride)."""
+    def _window(self, node: NodeProto, op: str, shape: ir.Shape, k: list[int], cout: int,
+                explicit: tuple[int, ...] = (0, 0, 0, 0)) -> Layer:
+        """A window layer from the common Conv/Pool attributes (square kernel and stride), with
+        the `explicit` padding of a Pad before it."""
         strides = self._attr(node, "strides", [1, 1])
         if len(k) != 2 or k[0] != k[1] or strides[0] != strides[1]:
             raise self._error(node, f"needs a square 2-D kernel and stride, got {k} / {strides}")
         if any(d != 1 for d in self._attr(node, "dilations", [1, 1])):
             raise self._error(node, "dilated windows are not supported")
         h, w, _ = shape
-        pad = self._padding(node, h, w, k[0], strides[0])
+        pad = self._padding(node, h, w, k[0], strides[0], explicit)
         oh = conv_out(h, k[0], strides[0], pad[0], pad[2])
         ow = conv_out(w, k[0], strides[0], pad[1], pad[3])
         if self._attr(node, "ceil_mode", 0) and (oh, ow) != (
@@ -275,7 +413,8 @@ class _Importer:
 
     # -- ops ---------------------------------------------------------------------------------
     def _conv(self, node: NodeProto) -> None:
-        shape = self._shape(self._input(node))
+        shape = self._shape(self._input(node, pad_ok=True))
+        explicit = self._folded_pad(node, "a Conv")
         w = self._const(node, 1)
         c = shape[2]
         group = self._attr(node, "group", 1)
@@ -294,7 +433,7 @@ class _Importer:
                                     "(multiplier 1) convolutions are supported")
         if self._attr(node, "kernel_shape", list(w.shape[2:])) != list(w.shape[2:]):
             raise self._error(node, f"kernel_shape differs from the weight {list(w.shape)}")
-        layer = self._window(node, op, shape, list(w.shape[2:]), cout)
+        layer = self._window(node, op, shape, list(w.shape[2:]), cout, explicit)
         b = self._const(node, 2)
         b = np.zeros(cout) if b is None else b
         if b.shape != (cout,):
@@ -357,6 +496,9 @@ class _Importer:
         skip = min(t)
         shape = self._shape(skip)
         latest = self.layers[-1].out_shape
+        if any(n in self.padded for n in known):
+            raise self._error(node, "adds the output of a Pad (a Pad may only feed a Conv or "
+                                    "a MaxPool)")
         if shape != latest or any(n in self.flat for n in known):
             raise self._error(node, f"adds shapes {list(shape)} and {list(latest)} "
                                     "(no broadcasting)")
@@ -365,14 +507,86 @@ class _Importer:
         self._emit(node, Layer(op=ir.ADD, in_shape=latest, out_shape=latest, skip=skip))
 
     def _pool(self, node: NodeProto) -> None:
-        shape = self._shape(self._input(node))
+        op = ir.MAX_POOL if node.op_type == "MaxPool" else ir.AVG_POOL
+        shape = self._shape(self._input(node, pad_ok=op == ir.MAX_POOL))
+        explicit = self._folded_pad(node, "a MaxPool") if op == ir.MAX_POOL else (0, 0, 0, 0)
         if len(node.output) > 1 and node.output[1]:
             raise self._error(node, "the Indices output is not supported")
-        op = ir.MAX_POOL if node.op_type == "MaxPool" else ir.AVG_POOL
-        layer = self._window(node, op, shape, self._attr(node, "kernel_shape"), shape[2])
+        layer = self._window(node, op, shape, self._attr(node, "kernel_shape"), shape[2],
+                             explicit)
         if op == ir.AVG_POOL and self._attr(node, "count_include_pad", 0) and any(layer.pad):
             raise self._error(node, "count_include_pad=1 with padding (TFLite counts valid taps)")
         self._emit(node, layer)
+
+    def _pad(self, node: NodeProto) -> None:
+        """A spatial constant Pad: remembered, and folded into the padding of the Conv or
+        MaxPool that alone reads it (`_folded_pad`). Padding taps of a conv hold the zero point
+        (real 0), of a max pool they never win: the Pad is equivalent when it pads with 0 before
+        a conv, and before a max pool with -inf (or anything at or below the int8 minimum of a
+        QDQ file), or with 0 after a ReLU (nothing below 0 to beat). An AveragePool reading a
+        Pad is refused in `_input`: the padded taps count in its divisor there (ONNX's and
+        TFLite's pools average over every tap inside their input, and the Pad's zeros are
+        inside), while a padded window pool divides by the taps inside the unpadded input
+        (TFLite's SAME); no avg_pool of the IR computes the former."""
+        t = self._input(node)
+        mode = self._attr(node, "mode", "constant")
+        if mode != "constant":
+            raise self._error(node, f"mode {mode}: only constant padding is supported")
+        if self.opset < 11:
+            pads = np.asarray(self._attr(node, "pads", []), np.int64)
+            value = float(self._attr(node, "value", 0.0))
+        else:
+            pads = self._const(node, 1)
+            value = self._const(node, 2)
+            if pads is None:
+                raise self._error(node, "needs its pads input")
+            if value is not None and value.size != 1:
+                raise self._error(node, "constant_value must be a scalar")
+            value = 0.0 if value is None else float(value.reshape(()))
+            axes = self._const(node, 3)
+            if axes is not None:            # opset 18: pads for the listed axes only
+                axes = [int(a) % 4 for a in axes.reshape(-1)]
+                if len(set(axes)) != len(axes) or pads.size != 2 * len(axes):
+                    raise self._error(node, f"axes {axes} do not match the {pads.size} pads")
+                full = np.zeros(8, np.int64)
+                for i, a in enumerate(axes):
+                    full[a], full[a + 4] = pads.reshape(-1)[i], pads.reshape(-1)[i + len(axes)]
+                pads = full
+        pads = np.asarray(pads).reshape(-1)
+        if pads.size != 8 or pads[[0, 1, 4, 5]].any() or (pads < 0).any():
+            raise self._error(node, f"pads {pads.astype(np.int64).tolist()}: only non-negative "
+                                    "padding of H and W of an NCHW tensor is supported")
+        name = self._name(node.input[0])
+        if name in self.flat or self.consumers[self._name(node.output[0])] != 1:
+            raise self._error(node, "a Pad must be read by exactly one Conv or MaxPool")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a Pad cannot requantize")
+        top, left, bottom, right = (int(pads[i]) for i in (2, 3, 6, 7))
+        self.tensor[node.output[0]] = t
+        self.padded[node.output[0]] = ((top, left, bottom, right), value, node)
+
+    def _folded_pad(self, node: NodeProto, what: str) -> tuple[int, int, int, int]:
+        """The padding of a Pad that `node` reads, if folding it into `node` is exact."""
+        entry = self.padded.get(self._name(node.input[0]))
+        if entry is None:
+            return (0, 0, 0, 0)
+        pads, value, pad = entry
+        if node.op_type == "MaxPool":
+            t = self.tensor[self._name(node.input[0])]
+            after_relu = t > 0 and self.layers[t - 1].act != "none" and value == 0.0
+            q = self.qp.get(t)
+            lowest = value <= np.finfo(np.float32).min or (
+                q is not None and value / q.scale + q.zero_point <= -128)
+            ok = after_relu or lowest
+            need = "-inf (or 0 after a ReLU)"
+        else:
+            ok, need = value == 0.0, "0"
+        if not ok:
+            raise self._error(pad, f"pads with {value}: before {what} only {need} folds into "
+                                   "its padding")
+        return pads
 
     def _rank(self) -> int:
         """Rank of the latest tensor in the file: 2 after a Gemm/MatMul (and the pixel ops
@@ -402,24 +616,67 @@ class _Importer:
                 raise self._error(node, f"alpha {layer.alpha}: only slopes >= 0 are supported")
         self._emit(node, layer)
 
+    def _prelu(self, node: NodeProto) -> None:
+        """PRelu with one slope per channel (TFLite's PRELU with alpha [1, 1, C]); the slope
+        broadcasts against NCHW (or (1, N) after a Gemm) from the right, as ONNX does."""
+        shape = self._shape(self._input(node))
+        c, rank = shape[2], self._rank()
+        slope = self._const(node, 1)
+        if slope is None:
+            raise self._error(node, "needs a constant slope")
+        dims = (1,) * (rank - slope.ndim) + slope.shape
+        if len(dims) != rank or any(d != 1 for i, d in enumerate(dims) if i != 1) or \
+                dims[1] not in (1, c):
+            raise self._error(node, f"slope of shape {list(slope.shape)}: only one slope per "
+                                    f"channel ([{c}, 1, 1]) is supported")
+        to_ir = (lambda a: np.broadcast_to(a.reshape(-1), (c,)).copy())
+        wq = self.view.consts.get(node.input[1])
+        self._emit(node, Layer(op=ir.PRELU, in_shape=shape, out_shape=shape),
+                   FloatWeights(to_ir(slope), np.zeros(0)), None if wq is None else (wq, 0, to_ir))
+
     def _global_avgpool(self, node: NodeProto) -> None:
         shape = self._shape(self._input(node))
         self._emit(node, Layer(op=ir.GLOBAL_AVGPOOL, in_shape=shape, out_shape=(1, 1, shape[2])))
 
+    def _transpose(self, node: NodeProto) -> None:
+        """NCHW -> NHWC, only as the first half of a flatten (TensorFlow exporters write
+        Transpose + Reshape): the Flatten/Reshape after it then flattens in H, W, C order."""
+        t = self._input(node)
+        perm = self._attr(node, "perm", [])
+        if perm != [0, 2, 3, 1]:
+            raise self._error(node, f"perm {perm}: only a Transpose to NHWC (0, 2, 3, 1) in "
+                                    "front of a Flatten/Reshape is supported")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a Transpose cannot requantize")
+        self.tensor[node.output[0]] = t
+        self.nhwc.add(node.output[0])
+
     def _flatten(self, node: NodeProto) -> None:
+        """A flatten of the latest C x H x W tensor to (1, C*H*W) (or to (1, H*W*C) after an
+        NHWC Transpose), read only by a dense layer, which reorders its weights (`_dense`)."""
         t = self._input(node)
         h, w, c = self._shape(t)
-        target = self._const(node, 1) if node.op_type == "Reshape" else None
-        if target is None:
-            to_1xc = self._attr(node, "axis", 1) == 1
+        n = h * w * c
+        if node.op_type == "Flatten":
+            flattens = self._attr(node, "axis", 1) in (1, -3)
         else:
-            to_1xc = target.size == 2 and target[0] in (1, -1) and target[1] in (c, -1)
-        ok = (h, w) == (1, 1) and to_1xc
-        if not ok:
-            raise self._error(node, "only a Flatten/Reshape of a 1x1xC tensor to (1, C) in "
-                                    "front of a Gemm/MatMul is supported")
+            target = self._const(node, 1)
+            target = [] if target is None else [int(v) for v in target.reshape(-1)]
+            flattens = (len(target) == 2 and target[0] in (0, 1, -1) and target[1] in (n, -1)
+                        and target != [-1, -1])
+        if not flattens:
+            raise self._error(node, f"only a flatten of the {c}x{h}x{w} tensor to "
+                                    f"(1, {n}) in front of a Gemm/MatMul is supported")
+        q_in, q_out = self.qp.get(t), self.view.qparams.get(node.output[0])
+        if q_out is not None and q_in is not None and q_out != q_in:
+            raise self._error(node, f"output quantization {q_out} differs from its input's "
+                                    f"{q_in}: a flatten cannot requantize")
         self.tensor[node.output[0]] = t
         self.flat.add(node.output[0])
+        if self._name(node.input[0]) not in self.nhwc and (h, w) != (1, 1):
+            self.chw.add(node.output[0])
         self._set_q(node.output[0], t)
 
     def _dense(self, node: NodeProto) -> None:
@@ -441,11 +698,17 @@ class _Importer:
             trans_b, alpha, bias, bq = 0, 1.0, None, None
         if b_mat is None or b_mat.ndim != 2:
             raise self._error(node, "needs a 2-D weight initializer")
-        to_ir = (lambda a: a) if trans_b else (lambda a: a.T)
+        h, w_, c = shape
+        oriented = (lambda a: a) if trans_b else (lambda a: a.T)
+        if oriented(b_mat).shape[1] != h * w_ * c:
+            raise self._error(node, f"weight {list(b_mat.shape)} does not take {h * w_ * c} "
+                                    "inputs")
+        to_ir = oriented
+        if self._name(node.input[0]) in self.chw:      # columns C, H, W -> the IR's H, W, C
+            to_ir = (lambda a: oriented(a).reshape(-1, c, h, w_).transpose(0, 2, 3, 1)
+                     .reshape(-1, h * w_ * c))
         w = alpha * to_ir(b_mat)
         cout = w.shape[0]
-        if w.shape[1] != shape[2]:
-            raise self._error(node, f"weight {list(b_mat.shape)} does not take {shape[2]} inputs")
         if bias is None:
             bias = np.zeros(cout)
         if bias.size not in (1, cout):
@@ -479,8 +742,23 @@ class _Importer:
             q.append(layer.q_out)
             if layer.op in WEIGHTED_OPS:
                 layer.weights = self._int8_weights(i, layer, q[i].scale)
+            elif layer.op == ir.PRELU:
+                layer.weights = self._int8_slopes(i, layer)
         model.q_input = q[0]
         return model
+
+    def _int8_slopes(self, i: int, layer: Layer) -> Weights:
+        """A PRelu's int8 slopes and their per-tensor quantization as written; a float slope
+        (onnxruntime leaves PRelu unquantized) is quantized as msf-pio's own quantizer does."""
+        if self.wsrc[i] is None:
+            return quantize_weights(layer, self.params[i], 1.0)
+        qc, _, to_ir = self.wsrc[i]
+        if qc.q.dtype != np.int8 or qc.scale.size != 1 or qc.zero_point.size != 1:
+            raise MsfError("slopes must be int8 quantized per tensor", source=self.path,
+                           where=f"node '{layer.name}'")
+        return Weights(w=to_ir(qc.q).astype(np.int8), bias=np.zeros(0, np.int32),
+                       scales=f32(qc.scale.astype(np.float64)).reshape(1),
+                       zero_point=int(qc.zero_point.reshape(-1)[0]))
 
     def _int8_weights(self, i: int, layer: Layer, s_in: float) -> Weights:
         if self.wsrc[i] is None:

@@ -1,7 +1,8 @@
 """TFLite-style post-training int8 quantization of a float IR model (DESIGN.md section 4).
 
 Weights: symmetric int8 in [-127, 127], per output channel for conv2d and depthwise, per tensor
-for dense (TFLM's FULLY_CONNECTED is per-tensor); int32 bias at scale s_in * s_w. Activations:
+for dense (TFLM's FULLY_CONNECTED is per-tensor) and prelu slopes (TFLM's PRELU takes one alpha
+scale); int32 bias at scale s_in * s_w. Activations:
 per-tensor asymmetric int8 from the calibrated range widened to include 0. Pools keep their
 input's quantization, as TFLite requires. Scales are float32-representable, so packing them
 into a .tflite (float32 fields) loses nothing.
@@ -13,7 +14,7 @@ from dataclasses import replace
 import numpy as np
 
 from . import ir
-from .floatnet import WEIGHTED_OPS, FloatWeights, forward
+from .floatnet import PARAM_OPS, FloatWeights, forward
 from .ir import Layer, Model, QParams, Weights
 
 SAME_AS_INPUT = (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL)
@@ -40,7 +41,7 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
         else:
             q_out = activation_qparams(lo[i + 1], hi[i + 1])
         weights = (quantize_weights(layer, params[i], q[i].scale)
-                   if layer.op in WEIGHTED_OPS else None)
+                   if layer.op in PARAM_OPS else None)
         layers.append(replace(layer, weights=weights, q_out=q_out))
         q.append(q_out)
     return replace(model, layers=layers, q_input=q[0])
@@ -59,6 +60,10 @@ def quantize_weights(layer: Layer, p: FloatWeights, input_scale: float) -> Weigh
     """Symmetric int8 weights (per channel, dense per tensor) and the int32 bias they imply."""
     w = p.w.astype(np.float64)
     axis = 3 if layer.op == ir.DEPTHWISE else 0
+    if layer.op == ir.PRELU:                     # slopes: per tensor, no bias
+        scales = weight_scales(np.abs(w).max(keepdims=True).reshape(1))
+        q = np.clip(round_away(w / scales[0]), -127, 127).astype(np.int8)
+        return Weights(w=q, bias=np.zeros(0, np.int32), scales=scales)
     if layer.op == ir.DENSE:
         scales = weight_scales(np.abs(w).max(keepdims=True).reshape(1))
     else:
@@ -91,6 +96,9 @@ def dequantized_params(model: Model) -> list[FloatWeights | None]:
             params.append(None)
             continue
         wt = layer.weights
+        if layer.op == ir.PRELU:
+            params.append(FloatWeights((wt.w - wt.zero_point) * wt.scales[0], np.zeros(0)))
+            continue
         shape = [1] * wt.w.ndim
         shape[3 if layer.op == ir.DEPTHWISE else 0] = -1
         s_in = model.tensor_q(i).scale

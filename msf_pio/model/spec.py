@@ -30,6 +30,7 @@ _FIELDS = {
     "hard_swish": set(),
     "leaky_relu": {"alpha"},
     "logistic": set(),
+    "prelu": set(),
 }
 _TOP = {"name", "input", "weights", "layers"}
 _WEIGHT_KINDS = ("random", "npz", "onnx")

@@ -3,7 +3,7 @@
 Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1), ADD (residual), MAX_POOL_2D,
 AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H and W (global average
 pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX (over the channels),
-HARD_SWISH, LEAKY_RELU, LOGISTIC, RESHAPE (a flatten before a
+HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel), LOGISTIC, RESHAPE (a flatten before a
 dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads it,
 QUANTIZE (float input) and DEQUANTIZE (float output) at the edges; fused NONE/RELU/RELU6.
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
@@ -207,7 +207,8 @@ _TYPES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 7: "IN
 _SAME, _VALID = 0, 1
 _ACT = {0: "none", 1: "relu", 3: "relu6"}
 _ACT_NAMES = {2: "RELU_N1_TO_1", 4: "TANH", 5: "SIGN_BIT"}
-_HINTS = {"TANH": " (supported activations: HARD_SWISH, LEAKY_RELU, LOGISTIC, RELU, RELU6)"}
+_HINTS = {"TANH": " (supported activations: HARD_SWISH, LEAKY_RELU, PRELU, LOGISTIC, RELU, "
+                  "RELU6)"}
 
 
 @dataclass
@@ -325,7 +326,7 @@ class _Importer:
             "FULLY_CONNECTED": self.dense, "RESHAPE": self.reshape, "PAD": self.pad,
             "PADV2": self.pad, "QUANTIZE": self.quantize, "DEQUANTIZE": self.dequantize,
             "SOFTMAX": self.pixel_op, "HARD_SWISH": self.pixel_op, "LEAKY_RELU": self.pixel_op,
-            "LOGISTIC": self.pixel_op,
+            "LOGISTIC": self.pixel_op, "PRELU": self.prelu,
         }
         for op in self.ops:
             if op.name not in handlers:
@@ -369,8 +370,13 @@ class _Importer:
         if view.flat and not flat_ok and self.shape(view.t)[:2] != (1, 1):
             raise self.error("reads a flattened tensor (only FULLY_CONNECTED may)", op, t)
         if view.pad and not pad_ok:
+            # AVERAGE_POOL_2D averages over the taps inside its input, and the PAD's zero points
+            # are inside: its divisor counts them, while a padded avg_pool of the IR (TFLite's
+            # SAME) divides by the taps of the unpadded tensor. No IR layer computes the former.
+            why = (" (AVERAGE_POOL_2D counts the padded taps in its divisor; no pool padding "
+                   "computes that)" if op.name == "AVERAGE_POOL_2D" else "")
             raise self.error(f"reads the output of PAD (operator {view.pad_op}): a PAD may only "
-                             "feed a VALID convolution or (PADV2 with -128) max pool", op, t)
+                             f"feed a convolution or a max pool{why}", op, t)
         return view
 
     def shape(self, t: int) -> ir.Shape:
@@ -515,8 +521,12 @@ class _Importer:
     def pool(self, op: _Op) -> None:
         maximum = op.name == "MAX_POOL_2D"
         view = self.latest(op, pad_ok=maximum)
-        if view.pad and view.pad_value != "min":
-            raise self.error("a max pool after PAD needs PADV2 with -128", op)
+        # padding taps of a max pool never win: a PAD is equivalent with -128, or with the zero
+        # point after a fused ReLU/ReLU6 (no value below it)
+        after_relu = view.t > 0 and self.layers[view.t - 1].act != "none"
+        if view.pad and not (view.pad_value == "min" or after_relu):
+            raise self.error("a max pool after PAD needs PADV2 with -128 (or a ReLU before "
+                             "the PAD)", op)
         self.qparams(op, self.tensor(op, 0))
         q = self.same_q(op, self.q[view.t])
         h, w, c = self.shape(view.t)
@@ -629,6 +639,27 @@ class _Importer:
                               len(self.layers) - 1)
         except ValueError as exc:
             raise self.error(str(exc).split(": ", 1)[-1], op) from None
+
+    def prelu(self, op: _Op) -> None:
+        """PRELU with one slope per channel (alpha shared over H and W, as Keras' PReLU with
+        shared_axes=[1, 2] and the converters write it): an element-wise layer that keeps the
+        int8 slopes, their scale and zero point as written."""
+        view = self.latest(op)
+        self.qparams(op, self.tensor(op, 0))
+        q_out = self.qparams(op, self.out(op))
+        shape = self.shape(view.t)
+        c = shape[2]
+        a = self.tensor(op, 1)
+        self.check_type(op, a, _INT8)
+        if any(d != 1 for d in a.shape[:-1]) or (a.shape and a.shape[-1] not in (1, c)):
+            raise self.error(f"alpha of shape {list(a.shape)}: only one slope per channel "
+                             f"(shape [1, 1, {c}]) is supported", op, a)
+        q_alpha = self.qparams(op, a)
+        slopes = np.broadcast_to(self.const(op, a, "i1").reshape(-1), (c,)).astype(np.int8)
+        layer = Layer(op=ir.PRELU, in_shape=shape, out_shape=shape)
+        layer.weights = Weights(w=slopes, bias=np.zeros(0, np.int32),
+                                scales=np.array([q_alpha.scale]), zero_point=q_alpha.zero_point)
+        self.emit(op, layer, q_out, flat=True)
 
     def quantize(self, op: _Op) -> None:
         src = self.tensor(op, 0)

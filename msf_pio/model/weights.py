@@ -4,8 +4,8 @@ Sources (the spec's `weights:` field):
 - `{random: SEED}`: seeded float weights with realistic scales, quantized from seeded inputs;
   for architecture studies, benchmarks and tests (deterministic for a seed).
 - `{npz: FILE}`: float weights per layer name, keys `<layer name>/w` (IR layout: conv OHWI
-  (C_out, k, k, C_in), depthwise (1, k, k, C), dense (out, in)) and optional `<layer name>/b`
-  (C_out, default 0); quantized post-training.
+  (C_out, k, k, C_in), depthwise (1, k, k, C), dense (out, in), prelu slopes (C,)) and optional
+  `<layer name>/b` (C_out, default 0; prelu has none); quantized post-training.
 - `{onnx: FILE}`: the weights of an ONNX model whose layers match the spec's one by one; a
   float file is quantized post-training, a QDQ file keeps its own quantization.
 Calibration inputs are a float batch (N, H, W, C) (calibration.py reads them from .npy/.npz);
@@ -21,7 +21,7 @@ import numpy as np
 
 from ..errors import MsfError
 from .calibration import DEFAULT_RANGE, warn_random_calibration
-from .floatnet import WEIGHTED_OPS, FloatWeights, weight_shape
+from .floatnet import PARAM_OPS, FloatWeights, weight_shape
 from . import ir
 from .ir import Model
 from .quantize import quantize
@@ -35,7 +35,7 @@ def materialize(model: Model, calibration: np.ndarray | None = None,
 
     `calibration` is a float batch (N, H, W, C) of real inputs; without it seeded random images
     in `input_range` (default [-1, 1]) stand in, with a warning when the weights are real."""
-    if model.quantized and all(l.weights is not None for l in model.layers if l.op in WEIGHTED_OPS):
+    if model.quantized and all(l.weights is not None for l in model.layers if l.op in PARAM_OPS):
         return copy.deepcopy(model)
     kind, arg = next(iter(model.weights_spec.items())) if model.weights_spec else ("random", 0)
     seed = arg if kind == "random" else 0
@@ -71,7 +71,10 @@ def random_weights(model: Model, seed: int) -> list[FloatWeights | None]:
     rng = np.random.default_rng(seed)
     params: list[FloatWeights | None] = []
     for layer in model.layers:
-        if layer.op not in WEIGHTED_OPS:
+        if layer.op == ir.PRELU:              # slopes as a trained PReLU has them
+            params.append(FloatWeights(rng.uniform(0.05, 0.4, layer.cin), np.zeros(0)))
+            continue
+        if layer.op not in PARAM_OPS:
             params.append(None)
             continue
         shape = weight_shape(layer)
@@ -106,10 +109,14 @@ def npz_weights(model: Model, path: str) -> list[FloatWeights | None]:
     params: list[FloatWeights | None] = []
     used = set()
     for layer in model.layers:
-        if layer.op not in WEIGHTED_OPS:
+        if layer.op not in PARAM_OPS:
             params.append(None)
             continue
         w = _array(arrays, f"{layer.name}/w", weight_shape(layer), path)
+        if layer.op == ir.PRELU:
+            used.add(f"{layer.name}/w")
+            params.append(FloatWeights(w, np.zeros(0)))
+            continue
         b_key = f"{layer.name}/b"
         b = _array(arrays, b_key, (layer.cout,), path) if b_key in arrays else np.zeros(layer.cout)
         used |= {f"{layer.name}/w", b_key}

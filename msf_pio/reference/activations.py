@@ -1,5 +1,5 @@
 """Pixel ops of the numpy reference with TFLite's int8 integer math: softmax over the channels
-and the element-wise activations hard_swish, leaky_relu and logistic. Parameters come from
+and the element-wise activations hard_swish, leaky_relu, prelu and logistic. Parameters come from
 msf_pio.numerics; the C twins are library/src/kernels/softmax_s8.c and activation_s8.c."""
 from __future__ import annotations
 
@@ -64,6 +64,16 @@ def leaky_relu(rq: nm.ActivationRequant, x: np.ndarray) -> np.ndarray:
     return rq.output_offset + np.where(
         v >= 0, nm.multiply_by_quantized_multiplier(v, rq.multiplier1, rq.shift1),
         nm.multiply_by_quantized_multiplier(v, rq.multiplier2, rq.shift2))
+
+
+def prelu(rq: nm.ActivationRequant, x: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    """TFLite int8 PRELU: identity rescale above the zero point; below it the product with the
+    channel's int8 slope (offset by its zero point), rescaled by s_in * s_alpha / s_out."""
+    v = x.astype(np.int64) + rq.input_offset
+    slope = alpha.astype(np.int64) + rq.alpha_offset          # broadcast along the channels
+    return rq.output_offset + np.where(
+        v >= 0, nm.multiply_by_quantized_multiplier(v, rq.multiplier1, rq.shift1),
+        nm.multiply_by_quantized_multiplier(v * slope, rq.multiplier2, rq.shift2))
 
 
 def logistic(rq: nm.ActivationRequant, x: np.ndarray) -> np.ndarray:

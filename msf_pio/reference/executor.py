@@ -12,7 +12,7 @@ import numpy as np
 from .. import numerics as nm
 from ..model import ir
 from ..model.ir import Model
-from .activations import ELEMENTWISE, softmax
+from .activations import ELEMENTWISE, prelu, softmax
 from .windows import padded, valid_taps, windows
 
 Tensors = Mapping[int, np.ndarray] | Sequence[np.ndarray]
@@ -60,6 +60,8 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
                + rq.output_offset).reshape(1, 1, -1)
     elif layer.op == ir.SOFTMAX:
         out = softmax(rq, x)
+    elif layer.op == ir.PRELU:
+        out = prelu(rq, x, layer.weights.w)
     elif layer.op in ir.ELEMENTWISE_OPS:
         out = ELEMENTWISE[layer.op](rq, x)
     elif layer.op == ir.GLOBAL_AVGPOOL:

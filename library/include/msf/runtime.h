@@ -29,7 +29,7 @@ static inline int8_t *msf_pixel(const msf_view_t *v, int32_t row, int32_t col)
 enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
     MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
-    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10
+    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. */
@@ -40,15 +40,17 @@ typedef struct {
     int32_t in_offset;            /* -zero_point of the (first) input */
     int32_t out_offset;           /* zero_point of the output */
     int32_t act_min, act_max;
-    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in) */
+    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in), prelu alpha (C) */
     const int32_t *bias;
     const int32_t *mult;          /* per output channel Q31 multipliers; a requantizing global
                                    * avgpool (TFLite MEAN) has one, other pools none */
     const int8_t *shift;          /* matching power-of-two exponents */
-    /* add only (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale) */
+    /* add (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale);
+     * prelu: in2_offset is -zero_point of its alpha */
     int32_t in2_offset, left_shift, in1_mult, in2_mult;
     int8_t in1_shift, in2_shift;
-    /* pixel ops (TFLite's parameters): leaky relu: identity (1) and alpha (2) rescales; hard
+    /* pixel ops (TFLite's parameters): leaky relu and prelu: identity (1) and alpha (2)
+     * rescales (prelu's applies to the input times the channel's alpha); hard
      * swish: int16 output (1) and 'reluish' (2) multipliers; logistic and softmax: the input
      * multiplier (1) and fn_limit, the input radius (logistic) or smallest difference (softmax) */
     int32_t fn_mult1, fn_mult2, fn_limit;

@@ -1,6 +1,7 @@
 /* Element-wise int8 activations with TFLite's integer math, one output column:
- * HARD_SWISH (int16 fixed point), LEAKY_RELU (two rescales) and LOGISTIC (Q4.27 in, output
- * scale 1/256, zero point -128). Parameters: msf_pio/numerics.py (ActivationRequant). */
+ * HARD_SWISH (int16 fixed point), LEAKY_RELU (two rescales), PRELU (LEAKY_RELU with an int8
+ * slope per channel) and LOGISTIC (Q4.27 in, output scale 1/256, zero point -128).
+ * Parameters: msf_pio/numerics.py (ActivationRequant). */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 #include "fixedpoint.h"
@@ -50,6 +51,16 @@ static int32_t leaky_relu(const msf_layer_t *l, int32_t x)
                                    : msf_requantize(v, l->fn_mult2, l->fn_shift2));
 }
 
+static int32_t prelu(const msf_layer_t *l, int32_t x, int32_t ch)
+{
+    const int32_t v = x + l->in_offset;
+    if (v >= 0) {
+        return l->out_offset + msf_requantize(v, l->fn_mult1, l->fn_shift1);
+    }
+    const int32_t slope = l->weights[ch] + l->in2_offset;    /* |v * slope| <= 255 * 255 */
+    return l->out_offset + msf_requantize(v * slope, l->fn_mult2, l->fn_shift2);
+}
+
 static int32_t logistic(const msf_layer_t *l, int32_t x)
 {
     const int32_t v = x + l->in_offset;
@@ -75,6 +86,8 @@ void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf
                 v = hard_swish(l, x[ch]);
             } else if (l->op == MSF_LEAKY_RELU) {
                 v = leaky_relu(l, x[ch]);
+            } else if (l->op == MSF_PRELU) {
+                v = prelu(l, x[ch], ch);
             } else {
                 v = logistic(l, x[ch]);
             }
