@@ -142,45 +142,62 @@ static MSF_NOINLINE void direct_one(const taps_t *t, const direct_t *d, int32_t 
 #if MSF_DSP
 #define MSF_CONV_GATHER 512   /* window elements per pixel gathered (a pair: 2 KB of stack) */
 
-/* The gathered stream of a window of n >= 4 elements: element e < whole = n & ~3 at position
- * e, the last r = n % 4 elements at the end of the group that follows, after 4 - r zeros (so
- * that the last group lines up with the window's last four weights, all inside the weight
- * array); within every group of four the words (x0, x2) and (x1, x3), matching SXTB16 of four
- * weights. */
-MSF_INLINE int32_t gathered_at(int32_t e, int32_t whole, int32_t n)
+/* The gathered stream of a window of n >= 4 taps: tap e < whole = n & ~3 at position e, the
+ * last r = n % 4 taps at the end of the group that follows, after 4 - r zeros (so that the last
+ * group lines up with the window's last four weights, all inside the weight array); within
+ * every group of four the words (x0, x2) and (x1, x3), matching SXTB16 of four weights. */
+
+/* The gathered stream of the n int8 taps at x (contiguous) plus the input offset: whole words,
+ * then the last r = n % 4 taps straight to their places in the zero-padded last group. x may lie
+ * in dst's upper half (bytes [n, 2n)): each word is read before dst's lower part reaches it. */
+MSF_INLINE void expand(const int8_t *x, int32_t n, int32_t offset, int16_t *dst)
 {
-    const int32_t p = e < whole ? e : e + 4 - (n - whole);
-    return (p & ~3) | ((p & 1) << 1) | ((p >> 1) & 1);
+    const int16x2_t off2 = msf_lanes(offset);
+    const int32_t whole = n & ~3, r = n - whole;
+    for (int32_t e = 0; e < whole; e += 4) {
+        const uint32_t u = msf_read4(x + e);
+        const int16x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
+        __builtin_memcpy(dst + e, &lo, 4);
+        __builtin_memcpy(dst + e + 2, &hi, 4);
+    }
+    if (r) {                                     /* positions 4 - r.. of the last group */
+        const int16_t last = (int16_t)(x[n - 1] + offset);
+        const int16_t second = r >= 2 ? (int16_t)(x[n - 2] + offset) : 0;
+        const int16_t third = r == 3 ? (int16_t)(x[n - 3] + offset) : 0;
+        int16_t *g = dst + whole;
+        g[0] = 0;
+        g[1] = second;
+        g[2] = third;
+        g[3] = last;
+    }
 }
 
-/* The pixel's n valid taps, run after run, as a gathered stream of int16 plus the input
- * offset */
+/* The pixel's n valid taps, run after run, as a gathered stream: a single run is expanded
+ * where it lies; several (kernel rows of a whole tensor, taps of a column ring) are first
+ * copied one after the other into the upper half of dst, then expanded. */
 MSF_INLINE void gather(const taps_t *t, int32_t top, int32_t row_stride, int32_t offset,
                        int32_t n, int16_t *dst)
 {
-    const int16x2_t off2 = msf_lanes(offset);
-    const int32_t whole = n & ~3;
-    int32_t e = 0;
+    const int8_t *x0 = t->cols[t->x0] + top;
+    if (t->runs == 1 && t->y1 - t->y0 == 1) {
+        expand(x0, n, offset, dst);
+        return;
+    }
+    int8_t *stage = (int8_t *)dst + n, *s = stage;
     for (int32_t ky = t->y0; ky < t->y1; ky++) {
-        for (int32_t j = 0; j < t->runs; j++) {
+        for (int32_t j = 0; j < t->runs; j++, s += t->run) {
             const int8_t *x = t->cols[t->x0 + j] + top + (ky - t->y0) * row_stride;
             int32_t i = 0;
-            if ((e & 3) == 0) {                      /* whole words while aligned to a group */
-                for (; i + 4 <= t->run && e + 4 <= whole; i += 4, e += 4) {
-                    const uint32_t u = msf_read4(x + i);
-                    const int16x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
-                    __builtin_memcpy(dst + e, &lo, 4);
-                    __builtin_memcpy(dst + e + 2, &hi, 4);
-                }
+            for (; i + 4 <= t->run; i += 4) {
+                const uint32_t u = msf_read4(x + i);
+                __builtin_memcpy(s + i, &u, 4);
             }
-            for (; i < t->run; i++, e++) {
-                dst[gathered_at(e, whole, n)] = (int16_t)(x[i] + offset);
+            for (; i < t->run; i++) {
+                s[i] = x[i];
             }
         }
     }
-    for (int32_t p = whole; p < whole + 4 - (n - whole) && n != whole; p++) {
-        dst[(p & ~3) | ((p & 1) << 1) | ((p >> 1) & 1)] = 0;
-    }
+    expand(stage, n, offset, dst);
 }
 
 /* a += one group of four: weights w0 (channel 0) and w1 (channel 1), gathered taps x (pixel 0)
