@@ -15,10 +15,12 @@
 #endif
 
 /* The kernels' translation units ask for -O3 when the firmware is built for size (PlatformIO
- * platforms build with -Os, which spills the blocked inner loops' accumulators to the stack);
- * the rest of the firmware keeps its flags. */
+ * platforms build with -Os, which spills the blocked inner loops' accumulators to the stack),
+ * without turning short copy loops into calls of the C library's memcpy; the rest of the
+ * firmware keeps its flags. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE_SIZE__)
-#define MSF_KERNEL_SPEED _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\")")
+#define MSF_KERNEL_SPEED                                                                  \
+    _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\", \"no-tree-loop-distribute-patterns\")")
 #else
 #define MSF_KERNEL_SPEED
 #endif
