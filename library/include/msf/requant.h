@@ -65,10 +65,28 @@ MSF_INLINE msf_rq_t msf_rq(int32_t mult, int32_t shift)
     return q;
 }
 
+/* (a * b + 2^30) >> 31 */
+MSF_INLINE int32_t msf_dhm(int32_t a, int32_t b)
+{
+#if defined(__GNUC__) && defined(__thumb2__) && (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
+    /* the rounding constant as immediates: GCC's SMLAL form keeps 2^30 and 0 in registers */
+    uint32_t lo;
+    int32_t hi;
+    __asm__("smull %0, %1, %2, %3\n\t"
+            "adds %0, %0, #0x40000000\n\t"
+            "adc %1, %1, #0\n\t"
+            "lsrs %0, %0, #31\n\t"
+            "orr %0, %0, %1, lsl #1"
+            : "=&r"(lo), "=&r"(hi) : "r"(a), "r"(b) : "cc");
+    return (int32_t)lo;
+#else
+    return (int32_t)(((int64_t)a * b + (1 << 30)) >> 31);
+#endif
+}
+
 MSF_INLINE int32_t msf_rq_apply(int32_t acc, const msf_rq_t q)
 {
-    const int64_t ab = (int64_t)(int32_t)((uint32_t)acc << q.left) * q.mult + (1 << 30);
-    const int32_t x = (int32_t)(ab >> 31);
+    const int32_t x = msf_dhm((int32_t)((uint32_t)acc << q.left), q.mult);
     return (int32_t)((int64_t)x + q.half + ((x >> 31) & q.neg)) >> q.right;
 }
 
