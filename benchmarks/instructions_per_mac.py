@@ -25,6 +25,7 @@ import numpy as np
 from msf_pio.codegen.generate import generate
 from msf_pio.codegen.host import HostBuild
 from msf_pio.fusion.exact_cost import block_schedule
+from msf_pio.fusion.line_buffer import row_sweep
 from msf_pio.model.spec import spec_to_model
 from msf_pio.model.weights import materialize
 from msf_pio.verify import plan_for, seeded_input
@@ -84,13 +85,14 @@ def measure(model, objective: str, fmax: float = math.inf):
 
 
 def per_layer_macs(model, plan) -> list[int]:
-    """MACs each layer executes under the plan (fused blocks recompute rows)."""
+    """MACs each layer executes under the plan (H-cache blocks recompute rows)."""
     macs = [0] * model.n_layers
     for e in plan.blocks:
         if not e.fused:
             macs[e.first] = e.macs
             continue
-        sched = block_schedule(model, e.last, e.first)
+        sched = row_sweep(model, e.last, e.first) if e.scheme == "line-buffer" else \
+            block_schedule(model, e.last, e.first, e.tile_rows)
         for l in range(e.first, e.last + 1):
             macs[l] = sched.layer_macs[l]
     assert sum(macs) == plan.macs

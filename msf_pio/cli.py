@@ -20,6 +20,24 @@ def _add_solve_options(p: argparse.ArgumentParser) -> None:
                    help="predict latency on this calibrated board (min_latency needs one)")
 
 
+def _add_schemes_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--schemes", default=None, metavar="S[,S]",
+                   help="cache schemes fusion blocks may use (exact cost model): h-cache, "
+                        "tiles (H-cache tiles of several rows), line-buffer (default: all)")
+
+
+def _schemes(args) -> tuple[str, ...] | None:
+    from .fusion.exact_cost import SCHEMES
+    if args.schemes is None:
+        return None
+    names = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
+    bad = [s for s in names if s not in SCHEMES]
+    if bad or not names:
+        raise MsfError(f"unknown cache scheme {', '.join(bad) or repr(args.schemes)} "
+                       f"(expected {', '.join(SCHEMES)})", where="--schemes")
+    return names
+
+
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="FILE|DIR", help="float models: real inputs to "
                    "calibrate on (.npy/.npz images HWC or batches NHWC, or a folder of them)")
@@ -39,7 +57,7 @@ def _solve_from_args(args):
     return plan_model(args.model, objective=args.objective,
                       max_overhead=parse_max_overhead(args.max_overhead),
                       ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                      cost_model=args.cost_model, board=args.board)
+                      cost_model=args.cost_model, board=args.board, schemes=_schemes(args))
 
 
 def cmd_solve(args) -> int:
@@ -60,7 +78,9 @@ def cmd_pareto(args) -> int:
     from .fusion.graph import build_graph
     from .fusion.report import render_pareto
     from .model import load_model
-    graph = build_graph(load_model(args.model), args.cost_model)
+    model = load_model(args.model)
+    schemes = _schemes(args)
+    graph = build_graph(model, args.cost_model, schemes)
     plans = solvers.pareto(graph)
     if args.json:
         print(json.dumps([p.to_json() for p in plans], indent=2))
@@ -68,9 +88,22 @@ def cmd_pareto(args) -> int:
         print(render_pareto(graph, plans))
     if args.plot:
         from .fusion.report import plot_pareto
-        plot_pareto(graph, plans, args.plot)
+        frontiers = {_schemes_label(args.cost_model, schemes): plans}
+        if args.cost_model == "exact" and tuple(schemes or ()) != ("h-cache",):
+            # the paper's scheme alone, beside: what the other schemes gain
+            only = solvers.pareto(build_graph(model, "exact", ("h-cache",)))
+            frontiers[_schemes_label("exact", ("h-cache",))] = only
+        plot_pareto(graph, frontiers, args.plot)
         print(f"wrote {args.plot}")
     return 0
+
+
+def _schemes_label(cost_model: str, schemes: tuple[str, ...] | None) -> str:
+    from .fusion.exact_cost import SCHEMES
+    if cost_model != "exact":
+        return f"{cost_model} cost model"
+    return "h-cache only" if tuple(schemes or ()) == ("h-cache",) else \
+        ", ".join(schemes or SCHEMES)
 
 
 def cmd_paper_table1(args) -> int:
@@ -86,7 +119,7 @@ def _codegen_plan(args):
     model = _quantized_from_args(args)
     plan = plan_for(model, args.objective, parse_max_overhead(args.max_overhead),
                     None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                    args.cost_model, board=args.board)
+                    args.cost_model, board=args.board, schemes=_schemes(args))
     return model, plan
 
 
@@ -160,12 +193,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("solve", help="find a fusion plan and print it")
     _add_solve_options(p)
+    _add_schemes_option(p)
     p.add_argument("--json", action="store_true", help="print the plan JSON")
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
     p.add_argument("model")
     p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    _add_schemes_option(p)
     p.add_argument("--json", action="store_true")
     p.add_argument("--plot", metavar="FILE.png", help="also plot the frontier (needs matplotlib)")
     p.set_defaults(func=cmd_pareto)
@@ -178,12 +213,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--no-sanitize", action="store_true", help="skip the ASan/UBSan build")
     _add_calibration_options(p)
     p.add_argument("--json", action="store_true")
+    _add_schemes_option(p)
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("generate", help="write msf_model.h/.c and plan.json for a plan")
     _add_solve_options(p)
     p.add_argument("--out", required=True, help="output directory")
     _add_calibration_options(p)
+    _add_schemes_option(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
@@ -191,6 +228,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--input", required=True, help=".npy input: int8 HWC, or float (quantized)")
     p.add_argument("--output", required=True, help=".npy output (int8)")
     _add_calibration_options(p)
+    _add_schemes_option(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("export", help="write the quantized model as a .tflite")

@@ -153,14 +153,108 @@ def mean_requant(s_in: float, s_out: float, n: int) -> tuple[int, int]:
 
 
 @dataclass(frozen=True)
+class SoftmaxRequant:
+    """TFLite int8 SOFTMAX over the channels (output 1/256, -128): per pixel the differences
+    d = x - max(x) with d >= diff_min are scaled to Q5.26 by (multiplier, left_shift) and
+    exponentiated in fixed point (reference/fixedpoint.py); the others give -128."""
+    multiplier: int
+    left_shift: int
+    diff_min: int
+    act_min: int = INT8_MIN
+    act_max: int = INT8_MAX
+
+
+SOFTMAX_DIFF_BITS = 5      # TFLite's kScaledDiffIntegerBits: exp's input is Q5.26
+# More equal maxima than this overflow the Q12.19 sum's reciprocal exponent (TFLite aborts).
+SOFTMAX_MAX_CHANNELS = 511
+LOGISTIC_INPUT_BITS = 4    # TFLite's kInputIntegerBits for int8 LOGISTIC: Q4.27
+
+
+def input_radius(integer_bits: int, left_shift: int) -> int:
+    """TFLite's CalculateInputRadius (31 total bits): the largest |input| whose rescaled value
+    still fits the fixed-point format."""
+    return int(np.floor(((1 << integer_bits) - 1) * float(1 << (31 - integer_bits))
+                        / float(1 << left_shift)))
+
+
+def softmax_requant(s_in: float, beta: float) -> SoftmaxRequant:
+    """TFLite's PreprocessSoftmaxScaling (double rounding): beta * s_in * 2**26, capped below
+    2**31, as a multiplier above one."""
+    real = min(float(f32(beta)) * float(f32(s_in)) * (1 << (31 - SOFTMAX_DIFF_BITS)),
+               (1 << 31) - 1.0)
+    multiplier, shift = (int(v) for v in quantize_multiplier(real))
+    if shift < 0:
+        raise ValueError(f"softmax input scale {s_in} x beta {beta} is too small for TFLite")
+    return SoftmaxRequant(multiplier, shift, -input_radius(SOFTMAX_DIFF_BITS, shift))
+
+
+@dataclass(frozen=True)
+class ActivationRequant:
+    """An element-wise activation (TFLite's int8 kernels):
+    - hard_swish: multiplier1/shift1 = output multiplier (int16) and exponent, multiplier2/shift2
+      = 'reluish' multiplier (int16) and exponent (HardSwishPrepare);
+    - leaky_relu: multiplier1/shift1 = identity (s_in / s_out), multiplier2/shift2 = alpha;
+    - logistic: multiplier1/shift1 = input multiplier to Q4.27, limit = input range radius.
+    input_offset is -zero_point of the input, output_offset the output's zero point."""
+    input_offset: int
+    output_offset: int
+    multiplier1: int
+    shift1: int
+    multiplier2: int = 0
+    shift2: int = 0
+    limit: int = 0
+    act_min: int = INT8_MIN
+    act_max: int = INT8_MAX
+
+
+def _int16_multiplier(real: float) -> tuple[int, int]:
+    """QuantizeMultiplier then TFLite's DownScaleInt32ToInt16Multiplier (rounded, saturated)."""
+    m32, shift = (int(v) for v in quantize_multiplier(real))
+    m16 = 32767 if m32 >= INT32_MAX - (1 << 15) else (m32 + (1 << 15)) >> 16
+    return m16, shift
+
+
+def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.0
+                       ) -> ActivationRequant:
+    """Integer parameters of an element-wise activation, as TFLite Micro's Prepare derives them:
+    double arithmetic on the float32 scales (TFLM's kernels widen before dividing; float32
+    division gives other multipliers, and other bytes on ties)."""
+    s_in, s_out = np.float32(q_in.scale), np.float32(q_out.scale)
+    offsets = (-q_in.zero_point, q_out.zero_point)
+    if op == ir.HARD_SWISH:
+        hires = float(s_in) / 128.0
+        m1, e1 = _int16_multiplier(hires / float(s_out))
+        m2, e2 = _int16_multiplier(hires / (3.0 / 32768.0))
+        if not -15 <= e1 <= 0 or not -15 <= e2 <= 15:
+            raise ValueError(f"hard_swish scales {q_in.scale} -> {q_out.scale} are outside "
+                             "TFLite's int16 fixed-point range")
+        return ActivationRequant(*offsets, m1, e1, m2, e2)
+    if op == ir.LEAKY_RELU:
+        if not alpha >= 0:
+            raise ValueError(f"leaky_relu alpha {alpha} must be >= 0")
+        m1, e1 = quantize_multiplier(float(s_in) / float(s_out))
+        m2, e2 = quantize_multiplier(float(s_in) * float(np.float32(alpha)) / float(s_out))
+        return ActivationRequant(*offsets, int(m1), int(e1), int(m2), int(e2))
+    if op == ir.LOGISTIC:
+        real = float(s_in) * float(1 << (31 - LOGISTIC_INPUT_BITS))
+        m, shift = (int(v) for v in quantize_multiplier(real))
+        if shift < 0:
+            raise ValueError(f"logistic input scale {q_in.scale} is too small for TFLite")
+        return ActivationRequant(*offsets, m, shift,
+                                 limit=input_radius(LOGISTIC_INPUT_BITS, shift))
+    raise ValueError(f"unknown activation op {op!r}")
+
+
+@dataclass(frozen=True)
 class PoolRequant:
     """Pools keep the input quantization: only the activation clamp remains."""
     act_min: int
     act_max: int
 
 
-def requantization(model: Model, index: int
-                   ) -> ChannelRequant | AddRequant | MeanRequant | PoolRequant:
+def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | MeanRequant |
+                                                PoolRequant | SoftmaxRequant |
+                                                ActivationRequant):
     """The integer parameters of layer `index`, derived from the model's scales."""
     layer = model.layers[index]
     q_in, q_out = model.tensor_q(index), model.tensor_q(index + 1)
@@ -190,6 +284,16 @@ def requantization(model: Model, index: int
         multiplier, shift = mean_requant(q_in.scale, q_out.scale, h * w)
         return MeanRequant(-q_in.zero_point, q_out.zero_point, np.array([multiplier], np.int64),
                            np.array([shift], np.int64), act_min, act_max)
+    if layer.op in ir.FIXED_OUTPUT_Q and q_out != ir.FIXED_OUTPUT_Q[layer.op]:
+        raise ValueError(f"layer {index} ({layer.name}): TFLite's int8 {layer.op} outputs "
+                         f"{ir.FIXED_OUTPUT_Q[layer.op]}, got {q_out}")
+    if layer.op == ir.SOFTMAX:
+        if layer.cin > SOFTMAX_MAX_CHANNELS:
+            raise ValueError(f"layer {index} ({layer.name}): softmax over {layer.cin} channels "
+                             f"(TFLite's int8 kernel takes at most {SOFTMAX_MAX_CHANNELS})")
+        return softmax_requant(q_in.scale, layer.beta)
+    if layer.op in ir.ELEMENTWISE_OPS:
+        return activation_requant(layer.op, q_in, q_out, layer.alpha)
     if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
         if q_out != q_in:
             raise ValueError(f"layer {index} ({layer.name}): a pool keeps its input "

@@ -47,12 +47,13 @@ def quantized_model(ref: str | Model, calibration: str | None = None,
 
 def plan_for(model: Model, objective: str, max_overhead: float = math.inf,
              ram_limit: float | None = None, cost_model: str = "exact",
-             board: str | None = None) -> Plan:
+             board: str | None = None, schemes: tuple[str, ...] | None = None) -> Plan:
+    """The plan the options ask for; `schemes` limits the cache schemes (default: all)."""
     if cost_model != "exact":
         raise MsfError("generated code follows the exact cost model (the paper model is for "
                        "comparison only)", where="cost_model")
-    return feasible_plan(build_graph(model, "exact"), objective, max_overhead, ram_limit,
-                         board=board)
+    return feasible_plan(build_graph(model, "exact", schemes), objective, max_overhead,
+                         ram_limit, board=board)
 
 
 def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:

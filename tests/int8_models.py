@@ -34,6 +34,9 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
         weights = None
         if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
             q_out = q_in
+        elif layer.op in ir.PIXEL_OPS:      # hard_swish: TFLite needs s_out >= s_in / 128
+            q_out = ir.FIXED_OUTPUT_Q.get(layer.op) or QParams(
+                f32(q_in.scale * rng.uniform(0.3, 2.0)), int(rng.integers(-128, 128)))
         elif layer.op == ir.ADD:
             top = max(q_in.scale, q[layer.skip].scale)
             q_out = QParams(f32(top * rng.uniform(0.5, 2.5)), int(rng.integers(-128, 128)))
@@ -106,6 +109,26 @@ POOLS = {
                                         "padding": "same"}]),
     "gap": ((6, 5, 4), [{"op": "global_avgpool"}]),
     "gap_large": ((16, 16, 3), [{"op": "global_avgpool"}]),
+}
+
+
+PIXEL = {   # softmax and element-wise activations, alone and inside fusable chains
+    "softmax_logits": ((1, 1, 9), [{"op": "dense", "out": 10}, {"op": "softmax"}]),
+    "softmax_map": ((4, 5, 7), [{"op": "softmax", "beta": 0.37}]),
+    "softmax_head": ((6, 6, 4), [{"op": "conv2d", "out": 6, "kernel": 3}, {"op": "global_avgpool"},
+                                 {"op": "dense", "out": 5}, {"op": "softmax"}]),
+    "hard_swish": ((5, 6, 7), [{"op": "hard_swish"}]),
+    "leaky_relu": ((5, 6, 7), [{"op": "leaky_relu", "alpha": 0.1}]),
+    "logistic": ((5, 6, 7), [{"op": "logistic"}]),
+    "conv_hswish_dw": ((9, 8, 3), [{"op": "conv2d", "out": 6, "kernel": 3, "stride": 2},
+                                   {"op": "hard_swish"},
+                                   {"op": "depthwise_conv2d", "kernel": 3},
+                                   {"op": "leaky_relu", "alpha": 0.3},
+                                   {"op": "pointwise", "out": 4}, {"op": "logistic"},
+                                   {"op": "max_pool", "kernel": 2}]),
+    "act_residual": ((7, 7, 4), [{"op": "pointwise", "out": 4}, {"op": "hard_swish"},
+                                 {"op": "add", "from": "input"}, {"op": "softmax"},
+                                 {"op": "global_avgpool"}, {"op": "dense", "out": 3}]),
 }
 
 

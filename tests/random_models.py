@@ -10,7 +10,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
     size = draw(st.integers(6, 20))
     layers, n, h, c = [], 0, size, draw(st.integers(1, 4))
     while n < max_layers:
-        kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "stop"]))
+        kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "act", "stop"]))
         if kind == "stop" and n >= 2:
             break
         if kind == "conv":
@@ -31,6 +31,10 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
         elif kind == "pw":
             c = draw(st.integers(1, 8))
             layers.append({"op": "pointwise", "out": c})
+            n += 1
+        elif kind == "act":
+            layers.append({"op": draw(st.sampled_from(["hard_swish", "leaky_relu", "logistic",
+                                                       "softmax"]))})
             n += 1
         elif kind == "pool" and h >= 2:
             layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": 2})

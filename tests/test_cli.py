@@ -55,6 +55,7 @@ def test_infeasible_budget_exits_nonzero_and_names_nearest_plan(capsys):
     (["solve", "tiny", "--max-overhead", "-1"], "--max-overhead"),
     (["solve", "tiny", "--max-overhead", "0.9"], "--max-overhead"),
     (["solve", "nope.yaml"], "nope.yaml"),
+    (["solve", "tiny", "--schemes", "v-cache"], "--schemes"),
 ])
 def test_bad_options_are_one_line_errors(capsys, argv, words):
     code, out, err = run(capsys, *argv)
@@ -75,6 +76,36 @@ def test_pareto_and_plot(capsys, tmp_path):
     assert rams == sorted(rams) and macs == sorted(macs, reverse=True)
 
 
+def test_pareto_plot_draws_all_schemes_beside_h_cache_only(capsys, tmp_path, monkeypatch):
+    from msf_pio.fusion import report
+    drawn = {}
+    monkeypatch.setattr(report, "plot_pareto",
+                        lambda graph, frontiers, path: drawn.update(frontiers))
+    code, _, _ = run(capsys, "pareto", "mbv2-w0.35-paper", "--plot", str(tmp_path / "f.png"))
+    assert code == 0 and set(drawn) == {"h-cache, tiles, line-buffer", "h-cache only"}
+    best = {label: min(p.peak_ram for p in plans) for label, plans in drawn.items()}
+    least_f = {label: min(p.overhead for p in plans) for label, plans in drawn.items()}
+    assert best["h-cache only"] >= best["h-cache, tiles, line-buffer"]
+    assert least_f["h-cache, tiles, line-buffer"] == 1.0
+    drawn.clear()
+    code, _, _ = run(capsys, "pareto", "tiny", "--schemes", "h-cache", "--plot",
+                     str(tmp_path / "g.png"))
+    assert code == 0 and set(drawn) == {"h-cache only"}
+
+
+def test_codegen_commands_take_schemes(capsys, tmp_path):
+    code, _, _ = run(capsys, "generate", "tiny", "--schemes", "h-cache", "--out", str(tmp_path))
+    blocks = json.loads((tmp_path / "plan.json").read_text())["blocks"]
+    assert code == 0 and {b["scheme"] for b in blocks} <= {"single", "h-cache"}
+    code, _, _ = run(capsys, "generate", "tiny", "--schemes", "tiles", "--max-overhead", "1.3",
+                     "--out", str(tmp_path))
+    blocks = json.loads((tmp_path / "plan.json").read_text())["blocks"]
+    assert code == 0 and {b["scheme"] for b in blocks} == {"single", "tiles"}
+    for argv in (["verify", "tiny"], ["run", "tiny", "--input", "x.npy", "--output", "y.npy"]):
+        code, _, err = run(capsys, *argv, "--schemes", "v-cache")
+        assert code == 2 and "--schemes" in err and len(err.strip().splitlines()) == 1
+
+
 def test_paper_table1_command(capsys):
     code, out, _ = run(capsys, "paper-table1", "--json")
     result = json.loads(out)
@@ -85,3 +116,18 @@ def test_console_script_runs():
     out = subprocess.run([sys.executable, "-m", "msf_pio.cli", "solve", "tiny"],
                          capture_output=True, text=True, check=True).stdout
     assert "model tiny" in out
+
+
+def test_solve_names_the_scheme_of_each_block(capsys):
+    """F = 1 leaves line-buffer blocks and tiles of one tile (their height in tile_rows);
+    --schemes h-cache keeps the paper's scheme alone."""
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1", "--json")
+    blocks = [b for b in json.loads(out)["blocks"] if b["first"] < b["last"]]
+    assert code == 0 and {b["scheme"] for b in blocks} == {"line-buffer", "tiles"}
+    assert all(b["tile_rows"] > 1 for b in blocks if b["scheme"] == "tiles")
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
+                       "--schemes", "h-cache")
+    assert code == 0 and "line-buffer" not in out and "tiles" not in out and "h-cache" in out
+    code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
+                       "--schemes", "tiles")
+    assert code == 0 and "tiles t=" in out and "line-buffer" not in out

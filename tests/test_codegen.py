@@ -1,5 +1,5 @@
-"""Generated C, built and run on the host: every plan of every zoo model gives the numpy
-reference's bytes (and so the unfused plan's), with the arena high-water measured by painting
+"""Generated C, built and run on the host: every plan of every zoo model (H-cache and
+line-buffer blocks) gives the numpy reference's bytes (and so the unfused plan's), with the arena high-water measured by painting
 equal to the exact model's prediction and the executed MACs equal to the predicted MACs."""
 import numpy as np
 import pytest
@@ -16,6 +16,7 @@ PLANS = {
     "vanilla": lambda g: solvers.vanilla(g),
     "heuristic": lambda g: solvers.heuristic(g),
     "p1_inf": lambda g: solvers.p1_min_ram(g),
+    "p1_1.0": lambda g: solvers.p1_min_ram(g, 1.0),     # line-buffer blocks
     "p1_1.3": lambda g: solvers.p1_min_ram(g, 1.3),
     "p2_64kB": lambda g: solvers.p2_min_macs(g, 64_000),
 }
@@ -58,7 +59,8 @@ def test_plan_is_bit_exact_and_as_predicted(models, name, plan_name):
 @pytest.mark.parametrize("name", ["tiny", "mcunet-vww-5fps"])
 def test_sanitizer_build_is_clean(models, name):
     model, graph, inputs, refs = _model(models, name)
-    for plan in (solvers.p1_min_ram(graph), solvers.p1_min_ram(graph, 1.3)):
+    for plan in (solvers.p1_min_ram(graph), solvers.p1_min_ram(graph, 1.3),
+                 solvers.p1_min_ram(graph, 1.0)):
         build = HostBuild(generate(model, plan))
         try:
             assert np.array_equal(build.run(inputs[0], "sanitize").output, refs[0])

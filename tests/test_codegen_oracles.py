@@ -1,7 +1,6 @@
 """Generated C against independent oracles: the tflite-micro runtime on the exported .tflite,
 random small CNNs with adversarial quantization under random fusion plans, and the cross
 toolchains with -Werror."""
-import os
 import random
 import shutil
 import subprocess
@@ -18,10 +17,11 @@ from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
 from msf_pio.model.spec import spec_to_model
-from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import run_model
 from msf_pio.verify import quantized_model, seeded_input
-from tests.int8_models import (HEADS, POOLS, WEIGHTED, quantize_random, random_input,
+
+from tests.cross import CROSS
+from tests.int8_models import (HEADS, PIXEL, POOLS, WEIGHTED, quantize_random, random_input,
                                 requantizing_head, single_op_model)
 from tests.random_models import small_specs
 from tests.test_reference_tflm import tflm_run
@@ -84,19 +84,6 @@ def test_random_models_random_plans(spec, seed):
         build.close()
 
 
-CROSS = {
-    "cortex-m7": ["arm-none-eabi-gcc", "-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv5-d16"],
-    "cortex-m4": ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv4-sp-d16"],
-    "rv32imac": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs", "-march=rv32imac",
-                 "-misa-spec=2.2", "-mabi=ilp32"],
-    # no C library: the msf-qemu platform's string.h (what the runtime header includes)
-    "xtensa-lx106": ["xtensa-lx106-elf-gcc",
-                     f"-I{os.path.join(PLATFORM_DIR, 'xtensa', 'include')}"],
-}
-
-
 @pytest.mark.parametrize("target", CROSS)
 def test_generated_code_cross_compiles_warning_free(target, tmp_path):
     if shutil.which(CROSS[target][0]) is None:
@@ -131,3 +118,25 @@ def test_requantizing_gap_and_per_channel_dense_c_match_tflm(case, ratio):
     finally:
         for b in build:
             b.close()
+
+
+@pytest.mark.parametrize("case", sorted(PIXEL))
+def test_pixel_ops_c_match_tflm(case):
+    """Softmax and the element-wise activations in C, alone and fused into blocks (vanilla,
+    least RAM and random plans): TFLM's bytes, the predicted MACs and arena, sanitizer-clean."""
+    shape, layers = PIXEL[case]
+    model = single_op_model(shape, layers, seed=4)
+    x = random_input(model, 4)
+    expected = tflm_run(tflite_bytes(model), x).reshape(-1)
+    graph = build_graph(model, "exact")
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph),
+             random_plan(graph, random.Random(1)), random_plan(graph, random.Random(2))]
+    for plan in {tuple((e.first, e.last) for e in p.blocks): p for p in plans}.values():
+        build = HostBuild(generate(model, plan))
+        try:
+            assert np.array_equal(build.run(x).output, expected)
+            assert build.run(x, "count").figures["macs_counted"] == plan.macs
+            assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
+            assert np.array_equal(build.run(x, "sanitize").output, expected)
+        finally:
+            build.close()

@@ -1,6 +1,7 @@
 """The exact cost model against independent counts: explicit loops over pixels, taps and tiles."""
 from hypothesis import HealthCheck, given, settings
 
+from msf_pio.fusion.exact_cost import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
 from msf_pio.model.spec import spec_to_model
@@ -37,7 +38,7 @@ def brute_layer_macs(layer):
     return sum(pixel_macs(layer, r, c) for r in range(h) for c in range(w))
 
 
-def brute_block(model, first, end):
+def brute_block(model, first, end, tile_rows=1):
     """MACs and ring rows of the block first..end (spatial), tile by tile with row sets.
 
     A tensor provides a contiguous run of rows per tile and of columns per sweep (the hull of
@@ -51,8 +52,9 @@ def brute_block(model, first, end):
         for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
             if t >= first:
                 cols[t] = set(range(max(cols.get(t, set()) | ins) + 1))
-    for y in range(layers[end].out_shape[0]):
-        need = {end + 1: {y}}
+    height = layers[end].out_shape[0]
+    for y in range(0, height, tile_rows):
+        need = {end + 1: set(range(y, min(y + tile_rows, height)))}
         for l in range(end, first - 1, -1):
             layer = layers[l]
             rows = need[l + 1]
@@ -67,6 +69,23 @@ def brute_block(model, first, end):
     return macs, rows_max
 
 
+def brute_line_buffer(model, first, end):
+    """MACs of the block first..end as a line buffer: every layer computes, once and over the
+    whole width, its output rows up to the last row a consumer reads."""
+    layers, macs = model.layers, 0
+    last_row = {end + 1: layers[end].out_shape[0] - 1}
+    for l in range(end, first - 1, -1):
+        layer = layers[l]
+        rows = range(last_row[l + 1] + 1)
+        macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
+        reads = max(set().union(*(valid_rows(layer, r) for r in rows))) if layer.has_window \
+            else rows[-1]
+        for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+            if t > first:
+                last_row[t] = max(last_row.get(t, -1), reads)
+    return macs
+
+
 def check_model(model):
     graph = build_graph(model, "exact")
     assert graph.unfused_macs == sum(brute_layer_macs(l) for l in model.layers)
@@ -77,11 +96,45 @@ def check_model(model):
         end = e.last
         while model.layers[end].op in ir.HEAD_OPS:
             end -= 1
-        macs, rows = brute_block(model, e.first, end)
         head = sum(brute_layer_macs(model.layers[l]) for l in range(end + 1, e.last + 1))
+        rings = {b["tensor"]: b for b in e.detail["scratch"] if b["kind"] == "ring"}
+        if e.scheme == "line-buffer":          # ring rows: tests/test_line_buffer.py
+            assert e.macs == brute_line_buffer(model, e.first, end) + head
+            assert e.macs <= sum(brute_layer_macs(model.layers[l])
+                                 for l in range(e.first, e.last + 1))      # F <= 1
+            for t, b in rings.items():
+                assert b["cols"] == model.tensor_shape(t)[1]
+                assert b["bytes"] == b["rows"] * model.tensor_bytes(t) // model.tensor_shape(t)[0]
+            continue
+        assert e.scheme in ("h-cache", "tiles") and (e.tile_rows == 1) == (e.scheme == "h-cache")
+        macs, rows = brute_block(model, e.first, end, e.tile_rows)
         assert e.macs == macs + head
-        rings = {b["tensor"]: b["rows"] for b in e.detail["scratch"] if b["kind"] == "ring"}
-        assert rings == rows
+        assert {t: b["rows"] for t, b in rings.items()} == rows
+        staging = [b for b in e.detail["scratch"] if b["kind"] == "staging"]
+        assert all(b["bytes"] == e.tile_rows * model.layers[end].cout for b in staging)
+
+
+def test_every_block_has_every_scheme():
+    """Every fusion block of two or more spatial layers is an H-cache edge, a line-buffer edge
+    and a tiles edge per tile height (capped at the block's output height)."""
+    model = load_model("mcunet-vww-5fps")
+    graph = build_graph(model, "exact")
+    blocks = {}
+    for e in graph.edges:
+        blocks.setdefault((e.first, e.last), set()).add((e.scheme, e.tile_rows))
+    for (first, last), schemes in blocks.items():
+        end = max((l for l in range(first, last + 1) if model.layers[l].op in ir.SPATIAL_OPS),
+                  default=first)
+        spatial = end - first + 1
+        tiles = {("tiles", min(t, model.layers[end].out_shape[0])) for t in TILE_ROWS} - \
+            {("tiles", 1)}
+        assert schemes == ({("single", 1)} if first == last else
+                           {("h-cache", 1), ("line-buffer", 1)} | tiles if spatial > 1
+                           else {("h-cache", 1)})
+    only = build_graph(model, "exact", schemes=("h-cache",))
+    assert {e.scheme for e in only.edges} == {"single", "h-cache"}
+    assert {e.scheme for e in build_graph(model, "exact", schemes=("tiles",)).edges} == \
+        {"single", "tiles"}
 
 
 def test_tiny_model_counts():

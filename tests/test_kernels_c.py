@@ -24,6 +24,7 @@ from msf_pio.model import ir
 from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import layer_macs, run_layer
 
+from .cross import CROSS
 from .int8_models import POOLS, WEIGHTED, random_input, single_op_model
 
 REPO = Path(__file__).resolve().parents[1]
@@ -297,18 +298,6 @@ def test_kernels_clean_under_address_and_undefined_sanitizers(tmp_path):
     assert " passed" in result.stdout
 
 
-CROSS = {
-    "cortex-m7": ["arm-none-eabi-gcc", "-mcpu=cortex-m7", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv5-d16"],
-    "cortex-m4": ["arm-none-eabi-gcc", "-mcpu=cortex-m4", "-mthumb", "-mfloat-abi=hard",
-                  "-mfpu=fpv4-sp-d16"],
-    "rv32imac": ["riscv64-unknown-elf-gcc", "-march=rv32imac", "-misa-spec=2.2", "-mabi=ilp32",
-                 "--specs=picolibc.specs"],        # string.h (memcpy) comes from picolibc
-    # no C library: the msf-qemu platform's string.h (what the runtime includes)
-    "xtensa-lx106": ["xtensa-lx106-elf-gcc", f"-I{Path(PLATFORM_DIR) / 'xtensa' / 'include'}"],
-}
-
-
 @pytest.mark.parametrize("target", sorted(CROSS))
 def test_cross_compiles_warning_free(target, tmp_path):
     """Freestanding -Werror builds; on Cortex-M the DSP intrinsics path must be compiled in."""
@@ -329,9 +318,8 @@ def test_cross_compiles_warning_free(target, tmp_path):
 
 
 EMULATED_BOARDS = sorted(p.stem for p in (Path(PLATFORM_DIR) / "boards").glob("*.json"))
-ARCH = {"arm": ["arm-none-eabi-gcc", "--specs=picolibc.specs"],
-        "riscv": ["riscv64-unknown-elf-gcc", "--specs=picolibc.specs"],
-        "xtensa": CROSS["xtensa-lx106"]}
+ARCH = {"arm": CROSS["cortex-m4"][:2], "riscv": CROSS["rv32imac"][:2],
+        "xtensa": CROSS["xtensa-lx106"]}   # the compiler and C library; the board gives the CPU
 
 
 @pytest.mark.parametrize("board", EMULATED_BOARDS)
@@ -360,7 +348,7 @@ DSP_CASES = ["conv3x3_s1_same-relu6", "conv5x5_s2_same-none", "conv3x3_cin13-non
              "conv1x1_cin6-none", "conv3x3_s2_pad1-relu6",
              "dw3x3_s2_same-relu6", "dw3x3_s1_same-none", "dw5x5_s2_pad1-relu6",
              "dw7x7_s2_same-none", "add-none"]
-_LINK = ["--specs=picolibc.specs", "--oslib=semihost", "--crt0=semihost",
+_LINK = ["--oslib=semihost", "--crt0=semihost",      # picolibc's specs come with CROSS
          "-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
          "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000"]
 

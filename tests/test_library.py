@@ -34,15 +34,17 @@ def test_packed_library_holds_what_a_build_needs_and_nothing_else(tarball):
     tops = {n.split("/")[0] for n in names}
     assert {"library", "msf_pio", "library.json", "LICENSE", "examples"} <= tops
     assert not tops & {"tests", "benchmarks", "scripts", ".ci", ".git"}
-    assert not [n for n in names if re.search(r"(^|/)(\.pio|__pycache__|monitor)/|\.pyc$", n)
-                and not n.startswith("msf_pio/pio/platform/monitor")]
+    assert not [n for n in names if re.search(r"(^|/)(\.pio|__pycache__)/|\.pyc$", n)]
+    # the monitor filter: the msf-qemu platform's and the demo's (a link to the same file)
+    assert "msf_pio/pio/platform/monitor/filter_msf.py" in names
     assert "msf_pio/pio/library_script.py" in names and "library/include/msf/board.h" in names
     assert "msf_pio/model/zoo/mbv2-w0.35-paper.yaml" in names
     assert {n for n in names if n.startswith("examples/")} <= {
         f"examples/msf_demo/{f}" for f in (
             "platformio.ini", "CMakeLists.txt", "sdkconfig.defaults", "sdkconfig.defaults.esp32s3",
             "sdkconfig.defaults.esp32c3", "src/main.c", "src/CMakeLists.txt",
-            "test/test_custom_runner.py", "test/test_model/test_model.c")}
+            "test/test_custom_runner.py", "test/test_model/test_model.c",
+            "monitor/filter_msf.py")}
 
 
 def test_init_writes_a_project_and_overwrites_nothing(tmp_path):

@@ -182,6 +182,13 @@ def test_standalone_filter_agrees_with_monitor(monkeypatch, tmp_path):
                 assert module.verdict_line(rec, plan) == monitor.verdict_line(rec, plan)
 
 
+def test_demo_project_ships_the_filter_itself():
+    """examples/msf_demo/monitor/filter_msf.py is what `pio device monitor` loads for the real
+    boards' envs (their platforms have no msf filter): the filter's source, not a path to it."""
+    demo = monitor.FILTER_SOURCE.parents[4] / "examples" / "msf_demo" / "monitor" / "filter_msf.py"
+    assert demo.read_bytes() == monitor.FILTER_SOURCE.read_bytes()
+
+
 # --- msf-pio monitor -------------------------------------------------------------------------
 
 def run_cli(capsys, *argv):

@@ -188,9 +188,12 @@ def test_qdq_model_runs_close_to_onnxruntime(tmp_path):
     path = _qdq(tmp_path, True)
     model = materialize(load_model(path))
     step = model.layers[-1].q_out.scale
+    # We requantize in TFLite's fixed point, onnxruntime in float: a near-tie may round 1 LSB
+    # apart in any of the 8 layers and move later roundings. With onnxruntime 1.32.0
+    # (constraints.txt) the three inputs differ by at most 1 step; 2 leaves one near-tie of margin.
     for seed in range(3):
         x = _input((16, 16, 3), seed)
-        assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 4 * step
+        assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 2 * step
 
 
 def test_float_onnx_materializes(tmp_path):
@@ -199,10 +202,10 @@ def test_float_onnx_materializes(tmp_path):
                                    if l.op in ("conv2d", "depthwise_conv2d", "dense"))
 
 
-@pytest.mark.parametrize("op", ["Softmax", "LSTM"])
+@pytest.mark.parametrize("op", ["Tanh", "LSTM"])
 def test_unsupported_op_names_node_and_op(tmp_path, op):
     inits = [_init("w1", (4, 3, 3, 3)), _init("w2", (4, 4, 1, 1))]
-    middle = (helper.make_node("Softmax", ["c"], ["s"], axis=1, name="mystery") if op == "Softmax"
+    middle = (helper.make_node("Tanh", ["c"], ["s"], name="mystery") if op == "Tanh"
               else helper.make_node("LSTM", ["c", "w1", "w1"], ["s"], hidden_size=4, name="mystery"))
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv"), middle,
              helper.make_node("Conv", ["s", "w2"], ["y"], name="conv2")]
@@ -276,3 +279,54 @@ layers:
     spec.write_text(spec.read_text().replace("{op: pointwise, out: 8}", "{op: pointwise, out: 8, act: relu}"))
     with pytest.raises(MsfError, match=r"residual1.onnx: layers\[2\]: act is 'none' in the ONNX file"):
         materialize(load_model(spec))
+
+
+def activation_net(tmp_path, softmax_axis=-1):
+    """Conv -> HardSwish -> depthwise -> LeakyRelu(0.1) -> Conv -> Sigmoid -> GAP -> Flatten ->
+    Gemm -> Softmax."""
+    inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
+             _init("wp", (4, 6, 1, 1)), _init("wg", (5, 4)), _init("bg", (5,), scale=0.1)]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2],
+                              name="conv"),
+             helper.make_node("HardSwish", ["c1"], ["h"], name="hswish"),
+             helper.make_node("Conv", ["h", "wd"], ["d"], pads=[1, 1, 1, 1], group=6, name="dw"),
+             helper.make_node("LeakyRelu", ["d"], ["l"], alpha=0.1, name="leaky"),
+             helper.make_node("Conv", ["l", "wp"], ["p"], name="pw"),
+             helper.make_node("Sigmoid", ["p"], ["s"], name="sigmoid"),
+             helper.make_node("GlobalAveragePool", ["s"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["z"], transB=1, name="fc"),
+             helper.make_node("Softmax", ["z"], ["y"], axis=softmax_axis, name="softmax")]
+    return _save(tmp_path, nodes, inits, out_shape=[1, 5], name="activations.onnx",
+                 opset=14)
+
+
+def test_activations_and_softmax_import_and_match_onnxruntime(tmp_path):
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    path = activation_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [l.op for l in model.layers] == ["conv2d", "hard_swish", "depthwise_conv2d",
+                                            "leaky_relu", "conv2d", "logistic",
+                                            "global_avgpool", "dense", "softmax"]
+    assert model.layers[3].alpha == float(np.float32(0.1))
+    for seed in range(3):
+        x = _input((16, 16, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    assert quantized.layers[5].q_out == quantized.layers[8].q_out           # 1/256, -128
+    assert (quantized.layers[8].q_out.scale, quantized.layers[8].q_out.zero_point) == (
+        1 / 256, -128)
+    for seed in range(2):
+        x = seeded_input(quantized, seed)
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
+                                      tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def test_softmax_over_another_axis_is_refused(tmp_path):
+    nodes = [helper.make_node("Softmax", ["x"], ["y"], axis=3, name="sm")]
+    path = _save(tmp_path, nodes, [], in_shape=(1, 3, 4, 4), out_shape=[1, 3, 4, 4])
+    with pytest.raises(MsfError, match="node 'sm' \\(Softmax\\): axis 3 of a rank-4 tensor"):
+        load_onnx(path)

@@ -16,7 +16,10 @@ from msf_pio.model.zoo import zoo_names
 from msf_pio.numerics import requantization
 from msf_pio.reference import layer_macs, model_macs, run_layer, run_model
 
-from .int8_models import (HEADS, POOLS, WEIGHTED, random_input, requantizing_head,
+from msf_pio.model import ir
+from msf_pio.model.ir import QParams
+
+from .int8_models import (HEADS, PIXEL, POOLS, WEIGHTED, random_input, requantizing_head,
                           single_op_model)
 
 runtime = pytest.importorskip("tflite_micro.python.tflite_micro.runtime")
@@ -187,3 +190,55 @@ def test_mean_with_equal_quantization_is_still_mean():
     mean = assert_matches_tflm(model, x)
     average = run_model(replace(model, layers=[replace(model.layers[0], requantize=False)]), x)
     assert not np.array_equal(mean, average)
+
+
+# -- softmax and element-wise activations ----------------------------------------------------
+@pytest.mark.parametrize("seed", SEEDS)
+@pytest.mark.parametrize("case", sorted(PIXEL))
+def test_pixel_op_matches_tflm(case, seed):
+    shape, layers = PIXEL[case]
+    model = single_op_model(shape, layers, seed)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+ALL_INT8 = np.arange(-128, 128, dtype=np.int8).reshape(1, 1, 256)
+
+
+def _activation(op, s_in, zp_in, s_out, zp_out, alpha=0.2):
+    model = single_op_model((1, 1, 256), [{"op": op}], 0)
+    q_out = ir.FIXED_OUTPUT_Q.get(op, QParams(float(np.float32(s_out)), zp_out))
+    layer = replace(model.layers[0], q_out=q_out, alpha=float(np.float32(alpha)))
+    return replace(model, q_input=QParams(float(np.float32(s_in)), zp_in), layers=[layer])
+
+
+@pytest.mark.parametrize("op", ir.PIXEL_OPS)
+def test_pixel_op_scale_sweep_matches_tflm(op):
+    """Every int8 input under 60 quantizations: input scales over three decades, output scales
+    0.1x to 30x the input's, often a simple ratio away (ties in the rescale), leaky slopes in
+    [0, 1.5] (softmax: the 256 values are one pixel's channels, shifted and rescaled)."""
+    rng = np.random.default_rng(ir.PIXEL_OPS.index(op))
+    values = set()
+    for _ in range(60):
+        s_in = 10 ** rng.uniform(-3, 0)
+        ratio = rng.choice([0.25, 0.5, 2.0, 0.75, 10 ** rng.uniform(-1, 1.5)])
+        model = _activation(op, s_in, int(rng.integers(-128, 128)), s_in / ratio,
+                            int(rng.integers(-128, 128)), rng.choice([0.15, rng.uniform(0, 1.5)]))
+        x = ALL_INT8 if op != ir.SOFTMAX else np.clip(
+            ALL_INT8.astype(int) // int(rng.integers(1, 9)) + int(rng.integers(-60, 60)),
+            -128, 127).astype(np.int8)
+        values |= set(assert_matches_tflm(model, x).reshape(-1).tolist())
+    assert len(values) > 30          # not a saturated corner
+
+
+@pytest.mark.parametrize("op", [ir.LEAKY_RELU, ir.HARD_SWISH])
+def test_activation_multipliers_are_derived_in_double(op):
+    """TFLM widens the float32 scales to double before dividing: on this file alpha * s_in / s_out
+    is 0.25 in float32 but 0.2500000035 in double, which rounds -31.25 to -32 (a tie)."""
+    model = _activation(op, 0.38631388545036316, -3, 0.23178833723068237, -70, 0.15)
+    assert_matches_tflm(model, ALL_INT8)
+
+
+def test_pixel_ops_count_no_macs():
+    model = single_op_model((1, 1, 9), PIXEL["softmax_logits"][1], 0)
+    assert [layer_macs(l) for l in model.layers] == [90, 0]
+    assert [exact_layer_macs(l) for l in model.layers] == [90, 0]

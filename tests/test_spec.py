@@ -1,4 +1,5 @@
 """YAML spec loader: shape inference, macros and errors that name the file, layer and field."""
+import numpy as np
 import pytest
 
 from msf_pio.errors import MsfError
@@ -56,6 +57,10 @@ layers:
     ("{op: inverted_residual, out: 6, stride: 2, residual: true}", "layers[1].residual",
      "stride 1"),
     ("[1, 2]", "layers[1]", "mapping"),
+    ("{op: leaky_relu, alpha: -0.1}", "layers[1].alpha", "finite number >= 0"),
+    ("{op: leaky_relu, alpha: fast}", "layers[1].alpha", "finite number"),
+    ("{op: softmax, beta: 0}", "layers[1].beta", "finite number > 0"),
+    ("{op: hard_swish, act: relu}", "layers[1].act", "unknown field"),
 ])
 def test_layer_errors_name_file_layer_and_field(tmp_path, layer, where, words):
     path = write(tmp_path, f"""
@@ -102,3 +107,22 @@ layers:
     m = load_spec(path)
     assert m.residuals() == {2: 1, 3: 0}
     assert all(l.op != ir.ADD or l.out_shape == (8, 8, 4) for l in m.layers)
+
+
+def test_pixel_ops_keep_the_shape_and_store_float32_parameters(tmp_path):
+    path = write(tmp_path, """
+input: {shape: [6, 6, 3]}
+layers:
+  - {op: conv2d, out: 4, kernel: 3}
+  - {op: hard_swish}
+  - {op: leaky_relu, alpha: 0.1}
+  - {op: logistic}
+  - {op: global_avgpool}
+  - {op: dense, out: 5}
+  - {op: softmax, beta: 0.5}
+""")
+    m = load_spec(path)
+    assert [l.op for l in m.layers[1:4]] == ["hard_swish", "leaky_relu", "logistic"]
+    assert all(l.out_shape == (6, 6, 4) for l in m.layers[:4])
+    assert m.layers[2].alpha == float(np.float32(0.1)) and m.layers[6].beta == 0.5
+    assert m.output_shape == (1, 1, 5)

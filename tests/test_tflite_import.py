@@ -21,7 +21,8 @@ from msf_pio.verify import quantized_model, seeded_input
 
 from .int8_models import random_input, requantizing_head
 from .test_reference_tflm import runtime, tflm_run
-from .tflite_builder import OP, OPT, TT, TfliteBuilder, conv_options, foreign_net, pool_options
+from .tflite_builder import (OP, OPT, TT, TfliteBuilder, activation_net, conv_options,
+                             foreign_net, pool_options)
 
 fb = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
 A = fb.ActivationFunctionType
@@ -108,6 +109,29 @@ def test_foreign_file_matches_tflm(seed, tmp_path):
             assert np.array_equal(out, ref), label
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_activations_softmax_and_pad_before_same_match_tflm(seed, tmp_path):
+    """HARD_SWISH, LEAKY_RELU, LOGISTIC and a final SOFTMAX on (1, n), a PAD folded into a
+    SAME conv: the reference and the generated C (vanilla and least RAM) give TFLM's bytes."""
+    path = tmp_path / "activations.tflite"
+    path.write_bytes(activation_net(seed))
+    model = load_model(str(path))
+    assert [l.op for l in model.layers] == ["conv2d", "hard_swish", "depthwise_conv2d",
+                                            "leaky_relu", "conv2d", "logistic",
+                                            "global_avgpool", "dense", "softmax"]
+    assert model.layers[0].pad == (2, 2, 2, 2) and model.layers[0].out_shape == (6, 6, 6)
+    assert model.layers[3].alpha == float(np.float32(0.15))
+    assert model.layers[8].beta == float(np.float32(0.8))
+    inputs = [random_input(model, 10 * seed + s) for s in range(3)]
+    expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
+    assert len({tuple(e) for e in expected}) > 1
+    for x, ref in zip(inputs, expected):
+        assert np.array_equal(run_model(model, x).reshape(-1), ref)
+    for label, outs in c_outputs(model, inputs).items():
+        for out, ref in zip(outs, expected):
+            assert np.array_equal(out, ref), label
+
+
 # -- errors ---------------------------------------------------------------------------------------
 def _stem(b: TfliteBuilder, kernel=(3, 3), dilation=1, filter_type=TT.INT8, act=A.RELU):
     """int8 input (1, 8, 8, 3) -> CONV_2D: returns (input, conv output)."""
@@ -127,6 +151,12 @@ def _unary(code, options_type=OPT.NONE, options=None):
         b.op(code, [c], [y], options_type, options)
         return y
     return build
+
+
+def _leaky(alpha):
+    options = fb.LeakyReluOptionsT()
+    options.alpha = alpha
+    return options
 
 
 def _concat(b, x, c):
@@ -162,8 +192,12 @@ def _requantize(b, x, c):
 
 ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "softmax": ({}, _unary(OP.SOFTMAX, OPT.SoftmaxOptions, fb.SoftmaxOptionsT()),
-                "operator 1 (SOFTMAX): unsupported op"),
-    "hard_swish": ({}, _unary(OP.HARD_SWISH), "operator 1 (HARD_SWISH): unsupported op"),
+                "operator 1 (SOFTMAX): tensor 4 'y': int8 output must have scale 1/256"),
+    "logistic": ({}, _unary(OP.LOGISTIC), "operator 1 (LOGISTIC): tensor 4 'y': int8 output "
+                                          "must have scale 1/256 and zero point -128"),
+    "leaky_negative": ({}, _unary(OP.LEAKY_RELU, OPT.LeakyReluOptions, _leaky(-0.5)),
+                       "operator 1 (LEAKY_RELU): alpha -0.5: only slopes >= 0"),
+    "tanh": ({}, _unary(OP.TANH), "operator 1 (TANH): unsupported op (supported activations"),
     "concatenation": ({}, _concat, "operator 1 (CONCATENATION): unsupported op"),
     "pad_alone": ({}, _pad_avgpool, "operator 2 (AVERAGE_POOL_2D): "),
     "not_square": ({"kernel": (3, 1)}, None, "operator 0 (CONV_2D): kernel 3x1 is not square"),

@@ -162,3 +162,60 @@ def foreign_net(seed: int = 0, shuffle: bool = True) -> bytes:
     y = b.tensor("scores", (1, 5), TT.FLOAT32)
     b.op(OP.DEQUANTIZE, [logits], [y])
     return b.finish([x_f], [y], shuffle)
+
+
+def activation_net(seed: int = 0, shuffle: bool = True) -> bytes:
+    """int8 input -> PAD 1 -> CONV 3x3 SAME (pad folded: 2 on each side) -> HARD_SWISH ->
+    DEPTHWISE 3x3 SAME -> LEAKY_RELU(0.15) -> CONV 1x1 -> LOGISTIC -> MEAN -> RESHAPE [1, 6] ->
+    FULLY_CONNECTED -> SOFTMAX(beta 0.8) on (1, 5)."""
+    b = TfliteBuilder(seed)
+    A = fb.ActivationFunctionType
+    s_x = np.float32(1 / 50)
+    x = b.activation("image", (1, 9, 9, 3), s_x, 5)
+    paddings = b.tensor("paddings", (4, 2), TT.INT32,
+                        data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], "<i4"))
+    xp = b.activation("padded", (1, 11, 11, 3), s_x, 5)
+    b.op(OP.PAD, [x, paddings], [xp], OPT.PadOptions, fb.PadOptionsT())
+    w, sw = b.weights("stem", (6, 3, 3, 3), 0)
+    s1 = b.out_scale(s_x, sw, 27)
+    c1 = b.activation("stem", (1, 6, 6, 6), s1, 10)
+    b.op(OP.CONV_2D, [xp, w, b.bias("stem", 6, 3000)], [c1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.SAME, 2, A.NONE))
+    h1 = b.activation("hswish", (1, 6, 6, 6), np.float32(s1 * 0.7), -60)
+    b.op(OP.HARD_SWISH, [c1], [h1])
+    w, sw = b.weights("dw", (1, 3, 3, 6), 3)
+    s2 = b.out_scale(s1 * 0.7, sw, 9)
+    d1 = b.activation("dw", (1, 6, 6, 6), s2, -3)
+    b.op(OP.DEPTHWISE_CONV_2D, [h1, w, b.bias("dw", 6, 2000)], [d1],
+         OPT.DepthwiseConv2DOptions, conv_options(fb.Padding.SAME, 1, A.NONE, depthwise=True))
+    leaky = fb.LeakyReluOptionsT()
+    leaky.alpha = 0.15
+    l1 = b.activation("leaky", (1, 6, 6, 6), np.float32(s2 * 0.6), -70)
+    b.op(OP.LEAKY_RELU, [d1], [l1], OPT.LeakyReluOptions, leaky)
+    w, sw = b.weights("project", (6, 1, 1, 6), 0)
+    s3 = np.float32(b.out_scale(s2 * 0.6, sw, 6) / 8)
+    p1 = b.activation("project", (1, 6, 6, 6), s3, 0)
+    b.op(OP.CONV_2D, [l1, w, -1], [p1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.VALID, 1, A.NONE))
+    g1 = b.activation("sigmoid", (1, 6, 6, 6), np.float32(1 / 256), -128)
+    b.op(OP.LOGISTIC, [p1], [g1])
+    axes = b.tensor("axes", (2,), TT.INT32, data=np.array([1, 2], "<i4"))
+    s4 = np.float32(1 / 300)
+    m1 = b.activation("mean", (1, 1, 1, 6), s4, -100)
+    reducer = fb.ReducerOptionsT()
+    reducer.keepDims = True
+    b.op(OP.MEAN, [g1, axes], [m1], OPT.ReducerOptions, reducer)
+    shape = b.tensor("flat_shape", (2,), TT.INT32, data=np.array([1, 6], "<i4"))
+    flat = b.activation("flat", (1, 6), s4, -100)
+    b.op(OP.RESHAPE, [m1, shape], [flat], OPT.ReshapeOptions, fb.ReshapeOptionsT())
+    w, sw = b.weights("fc", (5, 6), 0, per_channel=False)
+    logits = b.activation("logits", (1, 5), np.float32(b.out_scale(s4, sw, 6) / 4), 3)
+    bias = b.tensor("fc/b", (5,), TT.INT32, np.float32(s4 * sw), None, 0,
+                    b.rng.integers(-3000, 3000, 5).astype("<i4"))     # TFLM checks its scale
+    b.op(OP.FULLY_CONNECTED, [flat, w, bias], [logits], OPT.FullyConnectedOptions,
+         fb.FullyConnectedOptionsT())
+    softmax = fb.SoftmaxOptionsT()
+    softmax.beta = 0.8
+    probs = b.activation("probs", (1, 5), np.float32(1 / 256), -128)
+    b.op(OP.SOFTMAX, [logits], [probs], OPT.SoftmaxOptions, softmax)
+    return b.finish([x], [probs], shuffle)

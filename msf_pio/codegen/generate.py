@@ -19,7 +19,11 @@ from .arena import ArenaLayout, plan_arena
 
 OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
-       ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE"}
+       ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
+       ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
+       ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC"}
+SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
+           "line-buffer": "MSF_LINE_BUFFER"}
 MAX_KERNEL = 11          # library/src/kernels/window.h
 EXTERNAL = "MSF_EXTERNAL"
 
@@ -73,6 +77,12 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
                  shift=f"s{i}", in2_offset=rq.input2_offset, left_shift=rq.left_shift,
                  in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
                  in2_mult=rq.input2_multiplier, in2_shift=rq.input2_shift)
+    elif isinstance(rq, numerics.SoftmaxRequant):
+        f.update(fn_mult1=rq.multiplier, fn_shift1=rq.left_shift, fn_limit=rq.diff_min)
+    elif isinstance(rq, numerics.ActivationRequant):
+        f.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
+                 fn_mult1=rq.multiplier1, fn_shift1=rq.shift1, fn_mult2=rq.multiplier2,
+                 fn_shift2=rq.shift2, fn_limit=rq.limit)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
     return arrays, f
 
@@ -104,7 +114,9 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     arrays = []
     fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head,
               "stream": int(model.stream_output and e.last + 1 == model.n_layers),
+              "scheme": SCHEMES.get(e.scheme, SCHEMES["h-cache"]),
               "first": e.first,
+              **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
               "in_offset": _offset(el.offsets, model, e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el.offsets, model, out_t)

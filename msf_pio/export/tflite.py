@@ -5,7 +5,8 @@ TFLM reference kernels can check the numpy reference (and hence the generated C)
 Activations are 4-D NHWC (N = 1); a dense output is 2-D (1, out); RESHAPE bridges the two.
 Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zero point; -128
 before a max pool) followed by a VALID op. Global average pooling is AVERAGE_POOL_2D when it keeps
-its input's quantization and MEAN when it requantizes (`Layer.requantize`).
+its input's quantization and MEAN when it requantizes (`Layer.requantize`). SOFTMAX, HARD_SWISH,
+LEAKY_RELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n)).
 """
 from __future__ import annotations
 
@@ -217,8 +218,33 @@ class _Graph:
             self.op(fb.BuiltinOperator.FULLY_CONNECTED, [self.activation(index, 2), filt, bias],
                     [self.output(index, layer, rank=2)], fb.BuiltinOptions.FullyConnectedOptions,
                     options)
+        elif layer.op in ir.PIXEL_OPS:
+            self.pixel_op(index, layer)
         else:
             raise ValueError(f"layer {index}: unsupported op {layer.op!r}")
+
+    def pixel_op(self, index: int, layer: Layer) -> None:
+        """SOFTMAX and the element-wise activations, on the rank the input already has (a
+        dense output stays (1, n): no RESHAPE around a classifier's softmax)."""
+        if layer.act != "none":
+            raise ValueError(f"layer {index} ({layer.name}): {layer.op} has no fused activation")
+        rank = 2 if (index, 4) not in self.views else 4
+        x = self.activation(index, rank)
+        out = self.output(index, layer, rank)
+        if layer.op == ir.SOFTMAX:
+            options = fb.SoftmaxOptionsT()
+            options.beta = layer.beta
+            self.op(fb.BuiltinOperator.SOFTMAX, [x], [out], fb.BuiltinOptions.SoftmaxOptions,
+                    options)
+        elif layer.op == ir.LEAKY_RELU:
+            options = fb.LeakyReluOptionsT()
+            options.alpha = layer.alpha
+            self.op(fb.BuiltinOperator.LEAKY_RELU, [x], [out],
+                    fb.BuiltinOptions.LeakyReluOptions, options)
+        else:
+            code = {ir.HARD_SWISH: fb.BuiltinOperator.HARD_SWISH,
+                    ir.LOGISTIC: fb.BuiltinOperator.LOGISTIC}[layer.op]
+            self.op(code, [x], [out])
 
     def finish(self) -> bytes:
         n = self.model.n_layers

@@ -10,8 +10,14 @@ class Edge:
     last: int                  # last layer index (the edge enters tensor `last + 1`)
     ram: int                   # peak RAM bytes while this edge runs (its cost model's definition)
     macs: int                  # MACs it executes
-    scheme: str = "single"     # "single" | "h-cache"
+    scheme: str = "single"     # "single" | "h-cache" | "tiles" | "line-buffer"
     detail: dict = field(default_factory=dict, compare=False, hash=False)
+    tile_rows: int = 1         # output rows per tile (h-cache: 1; tiles: more)
+
+    @property
+    def label(self) -> str:
+        """The scheme as reports print it, e.g. `tiles t=4`."""
+        return f"{self.scheme} t={self.tile_rows}" if self.scheme == "tiles" else self.scheme
 
     @property
     def src(self) -> int:

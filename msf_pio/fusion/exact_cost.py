@@ -1,13 +1,21 @@
 """The `exact` cost model: the arena bytes and MACs our generated code really uses.
 
-Execution scheme it models (the C fused-block executor follows it step for step):
-- A fusion block produces its output one row at a time (a tile row); within a row it sweeps the
-  columns left to right, each layer computing its output column by column on demand
-  (H-cache: columns cached, rows recomputed for every tile row).
-- Every tensor inside a block lives in a ring of columns sized for all its consumers (a residual
-  skip tensor inside a block needs more columns than its 1x1 consumer alone); the block input is
-  read in place from the arena. Padding taps are skipped, so rows and columns are clipped to the
-  tensor, and MACs count only real taps (DESIGN.md section 5).
+A fusion block is costed once per cache scheme, as parallel edges the solvers choose between:
+the H-cache below (library/src/executor.c), tiles of several rows under the H-cache, and the line
+buffer (line_buffer.py, library/src/line_buffer.c: rings of whole rows, nothing recomputed). The
+H-cache, which the C fused-block executor follows step for step:
+- A fusion block produces its output one tile at a time: a tile is t consecutive output rows of
+  its last spatial layer (t = 1: msf-CNN's H-cache; t in TILE_ROWS: the `tiles` scheme). For a
+  tile every tensor provides the rows its consumers read, and within the tile the block sweeps
+  the columns left to right, each layer computing its output column (all the tile's rows) on
+  demand: columns are cached, the rows two tiles share are recomputed for each.
+- Every tensor inside a block lives in a column ring: as many rows as the largest tile needs,
+  as many columns as all its consumers read (a residual skip tensor inside a block needs more
+  columns than its 1x1 consumer alone); the block input is read in place from the arena.
+  Padding taps are skipped, so rows and columns are clipped to the tensor, and MACs count only
+  real taps (DESIGN.md section 5).
+- Pixel ops (softmax over the channels, element-wise activations) are 1 x 1 windows: they fuse
+  like any spatial layer, need one column of their input and count no MACs.
 - A block may end with global average pooling (int32 accumulators) and a dense layer after it, so
   the last feature map is never stored whole.
 - A residual skip tensor made before an edge and added during or after it stays alive in the arena;
@@ -52,7 +60,7 @@ def layer_macs(layer: Layer) -> int:
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c * layer.cout
-    return 0   # add: elementwise, no multiply-accumulate
+    return 0   # add and pixel ops: no multiply-accumulate
 
 
 def _row_taps(layer: Layer) -> np.ndarray:
@@ -86,6 +94,7 @@ class BlockSchedule:
     """
     end: int                       # last spatial layer of the block
     lowest_first: int
+    tile_rows: int                 # output rows of `end` per tile (the last tile may be shorter)
     row_lo: dict[int, np.ndarray]  # tensor -> first row needed, per tile (output row of `end`)
     row_hi: dict[int, np.ndarray]  # tensor -> one past the last row needed, per tile
     ring_cols: dict[int, int]      # tensor -> columns its ring must hold
@@ -97,25 +106,50 @@ class BlockSchedule:
     def ring_bytes(self, model: Model, t: int) -> int:
         return self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2]
 
+    def rings(self, model: Model) -> list[dict]:
+        """A column ring per tensor lowest_first+1..end; the block first..end takes the
+        slice [first - lowest_first:] (computed once: every block start shares them)."""
+        return [{"kind": "ring", "tensor": t, "rows": self.ring_rows(t),
+                 "cols": self.ring_cols[t], "bytes": self.ring_bytes(model, t)}
+                for t in range(self.lowest_first + 1, self.end + 1)]
+
 
 def _inputs(layer: Layer, index: int) -> list[int]:
     return [index, layer.skip] if layer.op == ir.ADD else [index]
 
 
+def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]:
+    """Input positions [lo, hi] along one axis that output position i of `layer` reads."""
+    if layer.op == ir.ADD:
+        return i, i
+    start = i * layer.stride - pad
+    return max(start, 0), min(start + layer.kernel - 1, in_len - 1)
+
+
 def _col_range(layer: Layer, x: int, in_width: int) -> tuple[int, int]:
     """Input columns [lo, hi] that output column x of `layer` reads."""
-    if layer.op == ir.ADD:
-        return x, x
-    start = x * layer.stride - layer.pad_left
-    return max(start, 0), min(start + layer.kernel - 1, in_width - 1)
+    return _input_range(layer, x, in_width, layer.pad_left)
 
 
-def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
+def _row_range(layer: Layer, y: int, in_height: int) -> tuple[int, int]:
+    """Input rows [lo, hi] that output row y of `layer` reads."""
+    return _input_range(layer, y, in_height, layer.pad_top)
+
+
+def tile_starts(height: int, tile_rows: int) -> tuple[np.ndarray, np.ndarray]:
+    """First and one-past-last output row of every tile of `tile_rows` rows."""
+    lo = np.arange(0, height, tile_rows)
+    return lo, np.minimum(lo + tile_rows, height)
+
+
+def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1,
+                   sweep: tuple[dict, dict] | None = None) -> BlockSchedule:
+    """The H-cache schedule with tiles of `tile_rows` rows; `sweep`: the column sweep of the
+    same block if already simulated (it does not depend on the tiles)."""
     layers = model.layers
-    tiles = layers[end].out_shape[0]
-    spans, cols = _column_sweep(model, end, lowest_first)
-    lo = {end + 1: np.arange(tiles)}
-    hi = {end + 1: np.arange(tiles) + 1}
+    spans, cols = sweep or _column_sweep(model, end, lowest_first)
+    lo, hi = {}, {}
+    lo[end + 1], hi[end + 1] = tile_starts(layers[end].out_shape[0], tile_rows)
     macs: dict[int, int] = {}
     for l in range(end, lowest_first - 1, -1):          # rows: back-propagate every tile at once
         layer = layers[l]
@@ -138,7 +172,7 @@ def block_schedule(model: Model, end: int, lowest_first: int) -> BlockSchedule:
                 lo[t], hi[t] = np.minimum(lo[t], nlo), np.maximum(hi[t], nhi)
             else:
                 lo[t], hi[t] = nlo, nhi
-    return BlockSchedule(end, lowest_first, lo, hi, spans, macs)
+    return BlockSchedule(end, lowest_first, tile_rows, lo, hi, spans, macs)
 
 
 def _column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict]:
@@ -237,7 +271,22 @@ def _tails(model: Model, end: int) -> list[int]:
     return tails
 
 
-def edges(model: Model) -> list[Edge]:
+SCHEMES = ("h-cache", "tiles", "line-buffer")   # the cache schemes a fusion block may use
+TILE_ROWS = (2, 4, 8, 16)   # tile heights of `tiles`: a few, so the graph stays small to solve
+
+
+def _tile_heights(model: Model, end: int) -> list[int]:
+    """Tile heights > 1 of a block ending at `end`, capped at its output height (one tile:
+    nothing recomputed). A streamed network output stages one pixel: one row per tile."""
+    if model.stream_output and end + 1 == model.n_layers:
+        return []
+    return sorted({min(t, model.layers[end].out_shape[0]) for t in TILE_ROWS} - {1})
+
+
+def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
+    """Every single layer, and every fusion block once per cache scheme and tile height
+    (parallel edges)."""
+    from .line_buffer import row_sweep      # it builds on this module's geometry
     _check(model)
     out = [_single(model, i) for i in range(model.n_layers)]
     for end, layer in enumerate(model.layers):
@@ -247,28 +296,44 @@ def edges(model: Model) -> list[Edge]:
         tails = _tails(model, end)
         if lowest == end and len(tails) == 1:
             continue
-        sched = block_schedule(model, end, lowest)
+        columns = _column_sweep(model, end, lowest)
+        scheds = {1: block_schedule(model, end, lowest, 1, columns)}
+        if "tiles" in schemes and lowest < end:
+            for t in _tile_heights(model, end):
+                scheds[t] = block_schedule(model, end, lowest, t, columns)
+        # one layer and a head computes every row once either way: the H-cache edge covers it
+        sweep = row_sweep(model, end, lowest) if "line-buffer" in schemes and lowest < end \
+            else None
+        rings = {t: s.rings(model) for t, s in scheds.items()}
         for first in range(end, lowest - 1, -1):
-            macs = sum(sched.layer_macs[l] for l in range(first, end + 1))
+            options = [("h-cache" if t == 1 else "tiles", t, s.layer_macs,
+                        rings[t][first - lowest:]) for t, s in scheds.items()
+                       if t == 1 or first < end]
+            if sweep is not None and first < end:
+                options.append(("line-buffer", 1, sweep.layer_macs, sweep.rings(model, first)))
             for last in tails:
                 if last == first:
                     continue
                 head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
-                ram, detail = _edge_ram(model, first, last,
-                                        block_scratch(model, sched, first, last))
-                out.append(Edge(first, last, ram, macs + head_macs, "h-cache", detail))
+                for scheme, t, macs, ring in options:
+                    if scheme not in schemes:
+                        continue
+                    ram, detail = _edge_ram(model, first, last,
+                                            block_scratch(model, ring, end, last, t))
+                    out.append(Edge(first, last, ram,
+                                    sum(macs[l] for l in range(first, end + 1)) + head_macs,
+                                    scheme, detail, t))
     return out
 
 
-def block_scratch(model: Model, sched: BlockSchedule, first: int, last: int) -> list[dict]:
-    """The block's scratch buffers in arena order: a column ring per internal tensor, then for
-    an iterative head a one-pixel staging column and the int32 sums of global pooling."""
-    end = sched.end
-    out = [{"kind": "ring", "tensor": t, "rows": sched.ring_rows(t), "cols": sched.ring_cols[t],
-            "bytes": sched.ring_bytes(model, t)} for t in range(first + 1, end + 1)]
+def block_scratch(model: Model, rings: list[dict], end: int, last: int,
+                  tile_rows: int = 1) -> list[dict]:
+    """The block's scratch buffers in arena order: its rings, then for an iterative head a
+    staging column of one tile's rows and the int32 sums of global pooling."""
+    out = list(rings)
     if last > end:
         c = model.layers[end].cout
-        out.append({"kind": "staging", "tensor": end + 1, "rows": 1, "cols": 1,
-                    "bytes": c})
+        out.append({"kind": "staging", "tensor": end + 1, "rows": tile_rows, "cols": 1,
+                    "bytes": tile_rows * c})
         out.append({"kind": "sums", "tensor": end + 2, "bytes": 4 * c})
     return out

@@ -42,8 +42,12 @@ class FusionGraph:
         raise KeyError(layer)
 
 
-def build_graph(model: Model, cost_model: str = "exact") -> FusionGraph:
-    """Weigh every edge of `model` with `cost_model` ('paper' or 'exact')."""
+def build_graph(model: Model, cost_model: str = "exact",
+                schemes: tuple[str, ...] | None = None) -> FusionGraph:
+    """Weigh every edge of `model` with `cost_model` ('paper' or 'exact'); `schemes` limits the
+    exact model's fusion blocks to some cache schemes (default: all; the paper has the H-cache)."""
     from . import cost_models
     module = cost_models.get(cost_model)
-    return FusionGraph(model, cost_model, module.edges(model), module.unfused_macs(model))
+    edges = module.edges(model) if schemes is None or cost_model != "exact" else \
+        module.edges(model, tuple(schemes))
+    return FusionGraph(model, cost_model, edges, module.unfused_macs(model))

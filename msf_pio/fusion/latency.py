@@ -24,6 +24,7 @@ from ..model.ir import Model
 from .edge import Edge
 from .exact_cost import _column_sweep as column_sweep
 from .exact_cost import block_schedule, layer_macs
+from .line_buffer import row_sweep
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 
@@ -39,6 +40,8 @@ FEATURES = (
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == 1 else "conv"
+    if layer.op in ir.PIXEL_OPS:
+        return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.MAX_POOL: "pool", ir.AVG_POOL: "pool",
             ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
 
@@ -59,8 +62,11 @@ def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols
     return counts
 
 
-def edge_counts(model: Model, first: int, last: int) -> dict[str, int]:
-    """Feature counts of the edge first..last as the C executor runs it."""
+def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
+                tile_rows: int = 1) -> dict[str, int]:
+    """Feature counts of the edge first..last (a fusion block under `scheme`, H-cache tiles of
+    `tile_rows` rows) as the C executor runs it. A line buffer's ring slides (memmoves) are not
+    a feature yet: not predicted."""
     layers = model.layers
     counts: dict[str, int] = {"edge.count": 1}
 
@@ -87,9 +93,15 @@ def edge_counts(model: Model, first: int, last: int) -> dict[str, int]:
         add(_spatial_counts(layer, layer_macs(layer), ow * (oh // tile), [tile] * (oh // tile),
                             ow))
         return counts
-    sched = block_schedule(model, end, first)
+    if scheme == "line-buffer":                       # every row once, one call per column
+        sweep = row_sweep(model, end, first)
+        for l in range(first, end + 1):
+            rows, cols = sweep.rows[l], layers[l].out_shape[1]
+            add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * cols, [1] * rows, cols))
+        return counts
+    sched = block_schedule(model, end, first, tile_rows)
     _, produced = column_sweep(model, end, first)
-    for l in range(first, end + 1):                   # every tile row, one call per column
+    for l in range(first, end + 1):                   # every tile, one call per column
         rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
         cols = produced[l + 1] + 1
         add(_spatial_counts(layers[l], sched.layer_macs[l], len(rows) * cols, rows, cols))
@@ -120,7 +132,8 @@ def instructions(counts: dict[str, int], coefficients: dict[str, float]) -> floa
 
 
 def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) -> float:
-    return instructions(edge_counts(model, edge.first, edge.last), coefficients)
+    return instructions(edge_counts(model, edge.first, edge.last, edge.scheme, edge.tile_rows),
+                        coefficients)
 
 
 def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:

@@ -3,7 +3,8 @@
 A compatibility model (rules: shared reference/paper_cost_model.md): it reproduces the paper's
 numbers to the byte, including its quirks (the first layer of a block is charged a cache, 1x1
 convs too, the network input and output are not counted). The `exact` model predicts our code.
-Beyond the paper's chains: adds, global pooling and dense layers are single-layer edges (the
+Beyond the paper's chains: adds, pixel ops (softmax, activations: no MACs), global pooling and
+dense layers are single-layer edges (the
 paper keeps no skip tensor alive), only runs of conv/depthwise/pool layers fuse, and asymmetric
 padding splits the paper's 2p into top + bottom.
 """
@@ -31,7 +32,7 @@ def _mpe(layer: Layer) -> int:
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c
-    if layer.op == ir.ADD:
+    if layer.op == ir.ADD or layer.op in ir.PIXEL_OPS:
         return 0
     return layer.kernel * layer.kernel * layer.macs_per_tap()
 

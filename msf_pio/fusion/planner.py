@@ -14,10 +14,11 @@ from .plan import Plan
 
 def plan_model(model: str | Model, objective: str = "min_ram", max_overhead: float = math.inf,
                ram_limit: float | None = None, cost_model: str = "exact",
-               board: str | None = None) -> tuple[Plan, dict | None]:
+               board: str | None = None, schemes: tuple[str, ...] | None = None
+               ) -> tuple[Plan, dict | None]:
     if not isinstance(model, Model):
         model = load_model(model)
-    graph = build_graph(model, cost_model)
+    graph = build_graph(model, cost_model, schemes)
     plan = solvers.solve(graph, objective, max_overhead, ram_limit, board)
     return plan, (None if plan.feasible else nearest_feasible(graph, plan))
 

@@ -20,9 +20,9 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         if hint:
             lines.append(f"nearest feasible: {hint['message']}")
         return "\n".join(lines)
-    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':8s} {'RAM B':>9s} {'MACs':>12s}"]
+    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':11s} {'RAM B':>9s} {'MACs':>12s}"]
     for e in plan.blocks:
-        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.scheme:8s} {e.ram:9d} {e.macs:12d}")
+        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.label:11s} {e.ram:9d} {e.macs:12d}")
     fused = sum(1 for e in plan.blocks if e.fused)
     lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
                  f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
@@ -39,12 +39,14 @@ def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:
              f"{len(plans)} plans",
              f"{'peak RAM B':>11s} {'MACs':>12s} {'F':>7s}  fusion blocks"]
     for p in plans:
-        blocks = " ".join(f"[{e.first}-{e.last}]" for e in p.blocks if e.fused) or "(none)"
+        blocks = " ".join(f"[{e.first}-{e.last}{'' if e.scheme == 'h-cache' else ' ' + e.label}]"
+                          for e in p.blocks if e.fused) or "(none)"
         lines.append(f"{p.peak_ram:11d} {p.macs:12d} {p.overhead:7.3f}  {blocks}")
     return "\n".join(lines)
 
 
-def plot_pareto(graph: FusionGraph, plans: list[Plan], path: str) -> None:
+def plot_pareto(graph: FusionGraph, frontiers: dict[str, list[Plan]], path: str) -> None:
+    """Each frontier (label -> plans by increasing RAM) as a step line of F over peak RAM."""
     from ..errors import MsfError
     try:
         import matplotlib
@@ -53,8 +55,11 @@ def plot_pareto(graph: FusionGraph, plans: list[Plan], path: str) -> None:
     except ImportError:
         raise MsfError("--plot needs matplotlib (pip install matplotlib)") from None
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.step([p.peak_ram / 1000 for p in plans], [p.overhead for p in plans], where="post",
-            marker="o")
+    for label, plans in frontiers.items():
+        ax.step([p.peak_ram / 1000 for p in plans], [p.overhead for p in plans], where="post",
+                marker="o", markersize=3, label=label)
+    if len(frontiers) > 1:
+        ax.legend()
     ax.set_xlabel("peak RAM (kB)")
     ax.set_ylabel("MAC overhead F")
     ax.set_title(f"{graph.model.name}: RAM/MAC Pareto frontier ({graph.cost_model})")

@@ -87,7 +87,8 @@ def p1_min_ram(graph: FusionGraph, max_overhead: float = math.inf) -> Plan:
     """P1: least peak RAM subject to F <= Fmax."""
     thresholds = np.unique(graph.ram)
     macs = min_macs_by_threshold(graph, thresholds)
-    ok = (macs < _INF) & (macs / graph.unfused_macs <= max_overhead)
+    overhead = macs / graph.unfused_macs if graph.unfused_macs else np.ones_like(macs)
+    ok = (macs < _INF) & (overhead <= max_overhead)   # a MAC-free model: F = 1, as Plan says
     if not ok.any():
         return _plan(graph, None, "min_ram", max_overhead=max_overhead)
     t = thresholds[int(np.argmax(ok))]

@@ -81,6 +81,15 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
         return x.mean(axis=(1, 2), keepdims=True)
     if layer.op == ir.DENSE:
         return (x.reshape(len(x), -1) @ p.w.T + p.b).reshape(len(x), 1, 1, -1)
+    if layer.op == ir.SOFTMAX:
+        e = np.exp(layer.beta * (x - x.max(axis=-1, keepdims=True)))
+        return e / e.sum(axis=-1, keepdims=True)
+    if layer.op == ir.HARD_SWISH:
+        return x * np.clip(x + 3.0, 0.0, 6.0) / 6.0
+    if layer.op == ir.LEAKY_RELU:
+        return np.where(x >= 0, x, np.float32(layer.alpha) * x)
+    if layer.op == ir.LOGISTIC:
+        return 1.0 / (1.0 + np.exp(-x))
     return x + saved.pop(layer.skip)   # add
 
 

@@ -2,7 +2,8 @@
 
 Tensors are numbered as the paper's graph nodes: tensor 0 is the network input, tensor n+1 the
 output of layer n. Every layer reads tensor n (its index) and, for a residual `add`, also an
-earlier tensor `skip`. Cost models, solvers, the code generator and the numpy reference all read
+earlier tensor `skip`. Pixel ops (softmax over the channels, element-wise activations) read one
+input pixel per output pixel: windows of 1 x 1, so they fuse like any spatial layer. Cost models, solvers, the code generator and the numpy reference all read
 these objects, so a prediction and the code it predicts cannot drift apart.
 """
 from __future__ import annotations
@@ -19,9 +20,15 @@ MAX_POOL = "max_pool"
 AVG_POOL = "avg_pool"
 GLOBAL_AVGPOOL = "global_avgpool"
 DENSE = "dense"
+SOFTMAX = "softmax"
+HARD_SWISH = "hard_swish"
+LEAKY_RELU = "leaky_relu"
+LOGISTIC = "logistic"
 
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a k x k window and a stride
-SPATIAL_OPS = WINDOW_OPS + (ADD,)                    # fusable inside a block's tiles
+ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC)  # one output value per input value
+PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS             # one output pixel per input pixel
+SPATIAL_OPS = WINDOW_OPS + (ADD,) + PIXEL_OPS        # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
 ALL_OPS = SPATIAL_OPS + HEAD_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
@@ -34,6 +41,11 @@ class QParams:
     """Per-tensor asymmetric int8 quantization: real = scale * (q - zero_point)."""
     scale: float
     zero_point: int
+
+
+# Ops whose int8 output quantization TFLite fixes: probabilities in [0, 1) on 1/256 steps.
+UNIT_INTERVAL = QParams(1.0 / 256.0, -128)
+FIXED_OUTPUT_Q = {SOFTMAX: UNIT_INTERVAL, LOGISTIC: UNIT_INTERVAL}
 
 
 @dataclass
@@ -64,6 +76,8 @@ class Layer:
     # global_avgpool only: True rescales the mean to q_out as TFLite's MEAN does (the file's own
     # output scale); False keeps the input's quantization as TFLite's AVERAGE_POOL_2D does.
     requantize: bool = False
+    alpha: float = 0.0                               # leaky_relu: slope below zero (float32)
+    beta: float = 1.0                                # softmax: exp(beta * x) (float32)
 
     @property
     def cin(self) -> int:

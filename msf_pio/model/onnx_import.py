@@ -2,7 +2,8 @@
 
 Supported: Conv (groups 1 or depthwise), BatchNormalization, Relu and Clip(0, 6) folded into
 the layer before, Add (residual, or a bias after a conv/dense), MaxPool, AveragePool,
-GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense). A float file comes back
+GlobalAveragePool, Flatten/Reshape in front of a Gemm/MatMul (dense), Softmax over the channels,
+HardSwish, LeakyRelu and Sigmoid (layers of their own, TFLite's int8 semantics). A float file comes back
 weightless with `weights_spec = {"onnx": path}` (`weights.materialize` quantizes it); a QDQ file
 comes back quantized with the file's own scales and zero points.
 
@@ -89,6 +90,8 @@ class _Importer:
         self.bsrc: list[QConst | None] = []
         self.input_shape: ir.Shape = (0, 0, 0)
         self._current: NodeProto | None = None       # the node being mapped (for errors)
+        self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
+                          13)
 
     def _decode(self, tensor: onnx.TensorProto, where: str) -> np.ndarray:
         try:
@@ -104,7 +107,9 @@ class _Importer:
                     "Clip": self._act, "Add": self._add, "MaxPool": self._pool,
                     "AveragePool": self._pool, "GlobalAveragePool": self._global_avgpool,
                     "Flatten": self._flatten, "Reshape": self._flatten, "Gemm": self._dense,
-                    "MatMul": self._dense}
+                    "MatMul": self._dense, "Softmax": self._pixel_op,
+                    "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
+                    "Sigmoid": self._pixel_op}
         for node in self.view.nodes:
             self._current = node
             if node.op_type not in handlers:
@@ -152,7 +157,7 @@ class _Importer:
                            where=f"output '{outputs[0].name}'")
         dims = [d.dim_value for d in outputs[0].type.tensor_type.shape.dim]
         h, w, c = self.layers[-1].out_shape
-        declared = [1, c] if name in self.flat or self.layers[-1].op == ir.DENSE else [1, c, h, w]
+        declared = [1, c] if name in self.flat or self._rank() == 2 else [1, c, h, w]
         if dims and all(dims) and dims != declared:
             raise MsfError(f"declared shape {dims} differs from the computed {declared}",
                            source=self.path, where=f"output '{outputs[0].name}'")
@@ -369,6 +374,34 @@ class _Importer:
             raise self._error(node, "count_include_pad=1 with padding (TFLite counts valid taps)")
         self._emit(node, layer)
 
+    def _rank(self) -> int:
+        """Rank of the latest tensor in the file: 2 after a Gemm/MatMul (and the pixel ops
+        that follow it), else 4 (NCHW)."""
+        i = len(self.layers) - 1
+        while i >= 0 and self.layers[i].op in ir.PIXEL_OPS:
+            i -= 1
+        return 2 if i >= 0 and self.layers[i].op == ir.DENSE else 4
+
+    def _pixel_op(self, node: NodeProto) -> None:
+        """Softmax over the channels and the element-wise HardSwish, LeakyRelu, Sigmoid: a
+        layer of their own (TFLite's SOFTMAX, HARD_SWISH, LEAKY_RELU, LOGISTIC)."""
+        shape = self._shape(self._input(node))
+        op = {"Softmax": ir.SOFTMAX, "HardSwish": ir.HARD_SWISH, "LeakyRelu": ir.LEAKY_RELU,
+              "Sigmoid": ir.LOGISTIC}[node.op_type]
+        layer = Layer(op=op, in_shape=shape, out_shape=shape)
+        if op == ir.SOFTMAX:
+            rank = self._rank()
+            axis = self._attr(node, "axis", -1 if self.opset >= 13 else 1)
+            over_channels = axis % rank == 1 and (self.opset >= 13 or shape[:2] == (1, 1))
+            if not over_channels:
+                raise self._error(node, f"axis {axis} of a rank-{rank} tensor: only a softmax "
+                                        "over the channels is supported")
+        elif op == ir.LEAKY_RELU:
+            layer.alpha = float(np.float32(self._attr(node, "alpha", 0.01)))
+            if not layer.alpha >= 0:
+                raise self._error(node, f"alpha {layer.alpha}: only slopes >= 0 are supported")
+        self._emit(node, layer)
+
     def _global_avgpool(self, node: NodeProto) -> None:
         shape = self._shape(self._input(node))
         self._emit(node, Layer(op=ir.GLOBAL_AVGPOOL, in_shape=shape, out_shape=(1, 1, shape[2])))
@@ -437,6 +470,12 @@ class _Importer:
                 raise MsfError("output has no QuantizeLinear: every activation of a QDQ model "
                                "must be quantized", source=self.path, where=f"node '{layer.name}'")
             layer.q_out = self.qp[i + 1]
+            fixed = ir.FIXED_OUTPUT_Q.get(layer.op)
+            if fixed is not None and layer.q_out != fixed:
+                raise MsfError(f"int8 {layer.op} output must have scale 1/256 and zero point "
+                               f"-128 (TFLite's kernel assumes them), has {layer.q_out.scale} "
+                               f"and {layer.q_out.zero_point}", source=self.path,
+                               where=f"node '{layer.name}'")
             q.append(layer.q_out)
             if layer.op in WEIGHTED_OPS:
                 layer.weights = self._int8_weights(i, layer, q[i].scale)

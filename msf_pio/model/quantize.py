@@ -33,7 +33,12 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
     q = [activation_qparams(lo[0], hi[0])]
     layers = []
     for i, layer in enumerate(model.layers):
-        q_out = q[i] if layer.op in SAME_AS_INPUT else activation_qparams(lo[i + 1], hi[i + 1])
+        if layer.op in SAME_AS_INPUT:
+            q_out = q[i]
+        elif layer.op in ir.FIXED_OUTPUT_Q:        # softmax, logistic: TFLite's fixed 1/256
+            q_out = ir.FIXED_OUTPUT_Q[layer.op]
+        else:
+            q_out = activation_qparams(lo[i + 1], hi[i + 1])
         weights = (quantize_weights(layer, params[i], q[i].scale)
                    if layer.op in WEIGHTED_OPS else None)
         layers.append(replace(layer, weights=weights, q_out=q_out))

@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from ..errors import MsfError
@@ -25,6 +26,10 @@ _FIELDS = {
     "avg_pool": {"kernel", "stride", "padding"},
     "global_avgpool": set(),
     "dense": {"out", "act"},
+    "softmax": {"beta"},
+    "hard_swish": set(),
+    "leaky_relu": {"alpha"},
+    "logistic": set(),
 }
 _TOP = {"name", "input", "weights", "layers"}
 _WEIGHT_KINDS = ("random", "npz", "onnx")
@@ -124,6 +129,15 @@ class _Builder:
             raise self.ctx.error(key, f"must be an integer >= {minimum}, got {value!r}")
         return value
 
+    def _float(self, spec: dict, key: str, default: float, lo: float) -> float:
+        """A float field, stored as the float32 a .tflite would hold."""
+        value = spec.get(key, default)
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if not ok or not np.isfinite(value) or value < lo or (key == "beta" and value == 0):
+            bound = f"> {lo}" if key == "beta" else f">= {lo}"
+            raise self.ctx.error(key, f"must be a finite number {bound}, got {value!r}")
+        return float(np.float32(value))
+
     def _act(self, spec: dict, default: str) -> str:
         act = spec.get("act", default)
         if act is None:
@@ -203,6 +217,12 @@ class _Builder:
                              name=spec.get("name", ""))
         elif op == "add":
             out = self._add(spec)
+        elif op in ir.PIXEL_OPS:
+            out = self._emit(op, c, name=spec.get("name", ""))
+            if op == ir.SOFTMAX:
+                self.layers[-1].beta = self._float(spec, "beta", 1.0, lo=0.0)
+            elif op == ir.LEAKY_RELU:
+                self.layers[-1].alpha = self._float(spec, "alpha", 0.2, lo=0.0)
         else:
             out = self._inverted_residual(spec)
         self.spec_outputs.append(out)

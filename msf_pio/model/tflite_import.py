@@ -2,8 +2,9 @@
 
 Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1), ADD (residual), MAX_POOL_2D,
 AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H and W (global average
-pooling that requantizes to its own output scale), FULLY_CONNECTED, RESHAPE (a flatten before a
-dense layer, or its inverse), PAD/PADV2 folded into the VALID window op that alone reads it,
+pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX (over the channels),
+HARD_SWISH, LEAKY_RELU, LOGISTIC, RESHAPE (a flatten before a
+dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads it,
 QUANTIZE (float input) and DEQUANTIZE (float output) at the edges; fused NONE/RELU/RELU6.
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .. import numerics as nm
 from ..errors import MsfError
 from . import ir
 from .ir import Layer, Model, QParams, Weights, conv_out, same_padding
@@ -74,6 +76,7 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into _Op.optio
     "AddOptions": ("FusedActivationFunction",),
     "ReducerOptions": ("KeepDims",),
 }
+_FLOAT_OPTION_FIELDS = {"SoftmaxOptions": ("Beta",), "LeakyReluOptions": ("Alpha",)}
 
 
 def load_tflite(path: str | Path) -> Model:
@@ -153,6 +156,11 @@ def _decode(data: bytes, path: str):
                 opts = getattr(fb, kind)()
                 opts.Init(table.Bytes, table.Pos)
                 op.options = {f: int(getattr(opts, f)()) for f in _OPTION_FIELDS[kind]}
+            elif kind in _FLOAT_OPTION_FIELDS and table is not None:
+                opts = getattr(fb, kind)()
+                opts.Init(table.Bytes, table.Pos)
+                op.options = {f: float(np.float32(getattr(opts, f)()))
+                              for f in _FLOAT_OPTION_FIELDS[kind]}
             elif kind == "ReshapeOptions" and table is not None:
                 opts = fb.ReshapeOptions()
                 opts.Init(table.Bytes, table.Pos)
@@ -199,7 +207,7 @@ _TYPES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 7: "IN
 _SAME, _VALID = 0, 1
 _ACT = {0: "none", 1: "relu", 3: "relu6"}
 _ACT_NAMES = {2: "RELU_N1_TO_1", 4: "TANH", 5: "SIGN_BIT"}
-_HINTS = {"SOFTMAX": " (drop the final SOFTMAX: its argmax is the logits' argmax)"}
+_HINTS = {"TANH": " (supported activations: HARD_SWISH, LEAKY_RELU, LOGISTIC, RELU, RELU6)"}
 
 
 @dataclass
@@ -316,6 +324,8 @@ class _Importer:
             "MAX_POOL_2D": self.pool, "AVERAGE_POOL_2D": self.pool, "MEAN": self.mean,
             "FULLY_CONNECTED": self.dense, "RESHAPE": self.reshape, "PAD": self.pad,
             "PADV2": self.pad, "QUANTIZE": self.quantize, "DEQUANTIZE": self.dequantize,
+            "SOFTMAX": self.pixel_op, "HARD_SWISH": self.pixel_op, "LEAKY_RELU": self.pixel_op,
+            "LOGISTIC": self.pixel_op,
         }
         for op in self.ops:
             if op.name not in handlers:
@@ -396,10 +406,11 @@ class _Importer:
             raise self.error(f"kernel {kh} must be in [1, {MAX_WINDOW}]", op)
         h, w, c = self.shape(view.t)
         padding = self.option(op, "Padding")
-        if padding == _SAME:
-            if view.pad:
-                raise self.error("a PAD before a SAME window op is not supported", op)
-            (top, bottom), (left, right) = same_padding(h, kh, sh), same_padding(w, kh, sh)
+        if padding == _SAME:         # a PAD before it adds to SAME's padding of its output
+            top, left, bottom, right = view.pad or (0, 0, 0, 0)
+            (st, sb), (sl, sr) = (same_padding(h + top + bottom, kh, sh),
+                                  same_padding(w + left + right, kh, sh))
+            top, left, bottom, right = top + st, left + sl, bottom + sb, right + sr
         elif padding == _VALID:
             top, left, bottom, right = view.pad or (0, 0, 0, 0)
         else:
@@ -588,6 +599,36 @@ class _Importer:
         top, bottom, left, right = (int(x) for x in pads[1:3].reshape(-1))
         self.views[self.out(op).index] = _View(view.t, pad=(top, left, bottom, right),
                                                pad_value=value, pad_op=op.index)
+
+    def pixel_op(self, op: _Op) -> None:
+        """SOFTMAX (over the channels) and the element-wise activations: a layer of their own,
+        on a map or on a dense layer's (1, n) output."""
+        kind = {"SOFTMAX": ir.SOFTMAX, "HARD_SWISH": ir.HARD_SWISH, "LEAKY_RELU": ir.LEAKY_RELU,
+                "LOGISTIC": ir.LOGISTIC}[op.name]
+        view = self.latest(op)
+        self.qparams(op, self.tensor(op, 0))
+        q_out = self.qparams(op, self.out(op))
+        fixed = ir.FIXED_OUTPUT_Q.get(kind)
+        if fixed is not None and q_out != fixed:
+            raise self.error(f"int8 output must have scale 1/256 and zero point -128 (TFLite's "
+                             f"kernel assumes them), has {q_out.scale} and {q_out.zero_point}",
+                             op, self.out(op))
+        shape = self.shape(view.t)
+        layer = Layer(op=kind, in_shape=shape, out_shape=shape)
+        if kind == ir.SOFTMAX:
+            layer.beta = self.option(op, "Beta", 1.0)
+            if not (np.isfinite(layer.beta) and layer.beta > 0):
+                raise self.error(f"beta {layer.beta} must be positive", op)
+        elif kind == ir.LEAKY_RELU:
+            layer.alpha = self.option(op, "Alpha", 0.2)
+            if not (np.isfinite(layer.alpha) and layer.alpha >= 0):
+                raise self.error(f"alpha {layer.alpha}: only slopes >= 0 are supported", op)
+        self.emit(op, layer, q_out, flat=True)
+        try:
+            nm.requantization(Model("", self.input_shape, self.layers, q_input=self.q[0]),
+                              len(self.layers) - 1)
+        except ValueError as exc:
+            raise self.error(str(exc).split(": ", 1)[-1], op) from None
 
     def quantize(self, op: _Op) -> None:
         src = self.tensor(op, 0)

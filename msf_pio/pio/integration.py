@@ -176,7 +176,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     plan = feasible_plan(graph, options.objective, options.max_overhead, ram_limit,
                          context=context, board=board)   # board: latency
     if options.cost_model == "paper":      # run the paper's choice, with exact arena sizes
-        exact = {(e.first, e.last): e for e in build_graph(model, "exact").edges}
+        exact = {(e.first, e.last): e
+                 for e in build_graph(model, "exact", schemes=("h-cache",)).edges}
         plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
                        cost_model="exact")
     sources = generate(model, plan, measure=options.measure)
@@ -208,7 +209,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "model": model.name, "plan": plan.label, "objective": plan.objective,
         "cost_model": options.cost_model, "output": options.output,
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
-        "blocks": [[e.first, e.last] for e in plan.blocks if e.fused],
+        "blocks": [[e.first, e.last, e.label] for e in plan.blocks if e.fused],
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
         "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
         "board_ram": facts.ram,
@@ -233,7 +234,7 @@ def _write_if_changed(path: Path, text: str) -> None:
 
 
 def describe(summary: dict, regenerated: bool, seconds: float) -> str:
-    blocks = " ".join(f"[{a}-{b}]" for a, b in summary["blocks"]) or "none"
+    blocks = " ".join(f"[{a}-{b} {scheme}]" for a, b, scheme in summary["blocks"]) or "none"
     what = f"generated in {seconds:.2f} s" if regenerated else \
         f"model and options unchanged, nothing regenerated ({seconds:.2f} s)"
     return (f"msf-pio: {summary['model']} {summary['plan']} ({summary['cost_model']}): "

@@ -12,6 +12,7 @@ import numpy as np
 from .. import numerics as nm
 from ..model import ir
 from ..model.ir import Model
+from .activations import ELEMENTWISE, softmax
 from .windows import padded, valid_taps, windows
 
 Tensors = Mapping[int, np.ndarray] | Sequence[np.ndarray]
@@ -57,6 +58,10 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
         total = x.astype(np.int64).sum(axis=(0, 1)) + h * w * rq.input_offset
         out = (nm.multiply_by_quantized_multiplier(total, rq.multiplier, rq.shift)
                + rq.output_offset).reshape(1, 1, -1)
+    elif layer.op == ir.SOFTMAX:
+        out = softmax(rq, x)
+    elif layer.op in ir.ELEMENTWISE_OPS:
+        out = ELEMENTWISE[layer.op](rq, x)
     elif layer.op == ir.GLOBAL_AVGPOOL:
         h, w, _ = x.shape
         out = nm.rounded_average(x.astype(np.int64).sum(axis=(0, 1)), h * w).reshape(1, 1, -1)

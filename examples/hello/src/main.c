@@ -8,20 +8,6 @@
 int msf_hello_selftest(void);  /* test/test_hello/selftest.c, linked only by `pio test` */
 #endif
 
-/* `key` then v in decimal, without printf (the Xtensa stand-in has no C library). */
-void msf_hello_put(const char *key, uint64_t v)
-{
-    char text[21];
-    char *p = text + sizeof text;
-    *--p = '\0';
-    do {
-        *--p = (char)('0' + v % 10u);
-        v /= 10u;
-    } while (v);
-    msf_board_puts(key);
-    msf_board_puts(p);
-}
-
 static uint32_t fib(unsigned n)  /* some work to count */
 {
     uint32_t a = 0, b = 1;
@@ -45,8 +31,8 @@ int main(void)
     uint64_t cycles = msf_board_cycles() - t0;
     (void)f;
     for (;;) {  /* an emulator exits in msf_board_end_of_run; a real board says it again */
-        msf_hello_put("MSF hello cycles=", cycles);
-        msf_hello_put(" stack=", msf_board_stack_used());
+        msf_board_put_dec("MSF hello cycles=", cycles);
+        msf_board_put_dec(" stack=", msf_board_stack_used());
         msf_board_puts(failed ? " status=fail\n" : " status=ok\n");
         msf_board_end_of_run(failed);
     }

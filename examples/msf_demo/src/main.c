@@ -60,31 +60,6 @@ uint32_t msf_demo_measure_arena(void)
 #endif
 }
 
-/* Console output without printf: `key` then a decimal or 0x%08x value. */
-void msf_demo_put_dec(const char *key, uint64_t v)
-{
-    char text[21];
-    char *p = text + sizeof text;
-    *--p = '\0';
-    do {
-        *--p = (char)('0' + v % 10u);
-        v /= 10u;
-    } while (v);
-    msf_board_puts(key);
-    msf_board_puts(p);
-}
-
-void msf_demo_put_hex(const char *key, uint32_t v)
-{
-    char text[11] = "0x";
-    for (int i = 0; i < 8; i++) {
-        text[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 0xFu];
-    }
-    text[10] = '\0';
-    msf_board_puts(key);
-    msf_board_puts(text);
-}
-
 typedef struct {
     msf_check_t check;
     uint64_t cycles, us;
@@ -101,17 +76,17 @@ static void report(const msf_result_t *r)
     msf_board_puts(msf_model_info.plan);
     msf_board_puts(" board=" MSF_BOARD_NAME " clock=");
     msf_board_puts(msf_board_cycles_source());
-    msf_demo_put_dec(" hz=", r->hz);
-    msf_demo_put_dec(" cycles=", r->cycles);
-    msf_demo_put_dec(" us=", r->us);
-    msf_demo_put_dec(" arena=", r->arena);
-    msf_demo_put_dec(" arena_pred=", msf_model_info.peak_ram_predicted);
-    msf_demo_put_dec(" stack=", r->stack);
-    msf_demo_put_dec(" ram=", (uint64_t)r->arena + r->stack);
-    msf_demo_put_dec(" ram_pred=", msf_model_info.peak_ram_predicted);
-    msf_demo_put_dec(" macs=", msf_model_info.macs);
-    msf_demo_put_hex(" crc=", r->check.crc);
-    msf_demo_put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
+    msf_board_put_dec(" hz=", r->hz);
+    msf_board_put_dec(" cycles=", r->cycles);
+    msf_board_put_dec(" us=", r->us);
+    msf_board_put_dec(" arena=", r->arena);
+    msf_board_put_dec(" arena_pred=", msf_model_info.peak_ram_predicted);
+    msf_board_put_dec(" stack=", r->stack);
+    msf_board_put_dec(" ram=", (uint64_t)r->arena + r->stack);
+    msf_board_put_dec(" ram_pred=", msf_model_info.peak_ram_predicted);
+    msf_board_put_dec(" macs=", msf_model_info.macs);
+    msf_board_put_hex(" crc=", r->check.crc);
+    msf_board_put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
     msf_board_puts(r->ok ? " status=ok\n" : " status=mismatch\n");
 }
 

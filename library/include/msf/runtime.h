@@ -28,7 +28,8 @@ static inline int8_t *msf_pixel(const msf_view_t *v, int32_t row, int32_t col)
 
 enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
-    MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6
+    MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
+    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. */
@@ -47,6 +48,11 @@ typedef struct {
     /* add only (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale) */
     int32_t in2_offset, left_shift, in1_mult, in2_mult;
     int8_t in1_shift, in2_shift;
+    /* pixel ops (TFLite's parameters): leaky relu: identity (1) and alpha (2) rescales; hard
+     * swish: int16 output (1) and 'reluish' (2) multipliers; logistic and softmax: the input
+     * multiplier (1) and fn_limit, the input radius (logistic) or smallest difference (softmax) */
+    int32_t fn_mult1, fn_mult2, fn_limit;
+    int8_t fn_shift1, fn_shift2;
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */
@@ -63,23 +69,33 @@ typedef struct {
     void *ctx;
 } msf_sink_t;
 
+/* How a fusion block caches its internal tensors. */
+enum msf_scheme {
+    MSF_H_CACHE = 0,      /* column rings, output rows in tiles of tile_rows rows (msf-CNN:
+                           * one), the rows two tiles share recomputed for each */
+    MSF_LINE_BUFFER = 1   /* rings of whole rows, nothing recomputed */
+};
+
 /* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally
  * ending in an iterative head (global average pooling, then maybe dense). */
 typedef struct {
     const msf_layer_t *layers;    /* n spatial layers, then the head layers */
     uint8_t n, head;              /* head: 0 none, 1 global avgpool, 2 global avgpool + dense */
     uint8_t stream;               /* 1: the network output, one pixel staged at out_offset */
+    uint8_t scheme;               /* enum msf_scheme (fusion blocks) */
     uint16_t first;               /* model tensor index of the block input */
+    uint16_t tile_rows;           /* H-cache: output rows per tile (0 means 1) */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
     const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
-    const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors */
+    const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors: column
+                                   * rings (H-cache) or rings of whole rows (line buffer) */
     uint32_t staging_offset;      /* head: one output pixel of the last spatial layer */
     uint32_t sums_offset;         /* head: int32 sums of global average pooling */
 } msf_block_t;
 
-/* Kernels: output column `col`, rows [r0, r1) of a window layer (conv, depthwise, pools) or an
- * add; `in2` is the add's skip input. */
+/* Kernels: output column `col`, rows [r0, r1) of a window layer (conv, depthwise, pools), an
+ * add (`in2` is its skip input) or a pixel op (softmax over channels, element-wise activation). */
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                        int32_t col, int32_t r0, int32_t r1);
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
@@ -88,6 +104,10 @@ void msf_pool_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_
                      int32_t col, int32_t r0, int32_t r1);
 void msf_add_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                     const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_softmax_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                        int32_t col, int32_t r0, int32_t r1);
+void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                           int32_t col, int32_t r0, int32_t r1);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 

@@ -5,7 +5,6 @@
 
 #define DEEP_BYTES 1024u
 
-void msf_hello_put(const char *key, uint64_t v);  /* src/main.c */
 int msf_hello_selftest(void);
 
 /* Uses DEEP_BYTES of stack that the compiler cannot elide. */
@@ -35,11 +34,11 @@ int msf_hello_selftest(void)
     int ok = cycles_ok && stack_ok && hz > 0;
     msf_board_puts("MSF selftest source=");
     msf_board_puts(msf_board_cycles_source());
-    msf_hello_put(" hz=", hz);
-    msf_hello_put(" loop_cycles=", c1 - c0);
-    msf_hello_put(" stack_before=", before);
-    msf_hello_put(" stack_after=", after);
-    msf_hello_put(" stack_size=", msf_board_stack_size());
+    msf_board_put_dec(" hz=", hz);
+    msf_board_put_dec(" loop_cycles=", c1 - c0);
+    msf_board_put_dec(" stack_before=", before);
+    msf_board_put_dec(" stack_after=", after);
+    msf_board_put_dec(" stack_size=", msf_board_stack_size());
     msf_board_puts(ok ? " status=ok\n" : " status=fail\n");
     return !ok;
 }

@@ -14,8 +14,6 @@ typedef struct {
 
 msf_check_t msf_demo_run(void);
 uint32_t msf_demo_measure_arena(void);
-void msf_demo_put_dec(const char *key, uint64_t v);
-void msf_demo_put_hex(const char *key, uint32_t v);
 
 static msf_check_t first, second;
 static uint32_t arena;
@@ -42,15 +40,15 @@ void msf_unit_tests_report(void);
 void msf_unit_tests_report(void)
 {
     msf_board_puts("MSF test_bitexact");
-    msf_demo_put_dec(" bytes=", first.offset);
-    msf_demo_put_dec(" mismatches=", first.mismatches);
+    msf_board_put_dec(" bytes=", first.offset);
+    msf_board_put_dec(" mismatches=", first.mismatches);
     status(bitexact_ok);
     msf_board_puts("MSF test_repeatable");
-    msf_demo_put_hex(" crc=", second.crc);
+    msf_board_put_hex(" crc=", second.crc);
     status(repeatable_ok);
     msf_board_puts("MSF test_ram");
-    msf_demo_put_dec(" arena=", arena);
-    msf_demo_put_dec(" predicted=", msf_model_info.peak_ram_predicted);
-    msf_demo_put_dec(" limit=", MSF_RAM_LIMIT);
+    msf_board_put_dec(" arena=", arena);
+    msf_board_put_dec(" predicted=", msf_model_info.peak_ram_predicted);
+    msf_board_put_dec(" limit=", MSF_RAM_LIMIT);
     status(ram_ok);
 }

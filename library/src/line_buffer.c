@@ -1,0 +1,71 @@
+/* The line-buffer executor of a fusion block: every layer produces its output rows in order,
+ * each over the full width, on demand (msf_ready_layer with rows), so nothing is recomputed.
+ * An internal tensor lives in a ring of whole rows sized by msf_pio/fusion/line_buffer.py, which
+ * simulates exactly this order. The ring keeps its rows contiguous and in order, so the column
+ * kernels read a window's rows with one row stride as in a whole tensor: when a new row does not
+ * fit, the rows still held slide to the front of the ring (a memmove of at most k - 1 rows). */
+#include "edge.h"
+
+/* Makes room for row `row` in the ring view v of `capacity` rows holding rows row0 .. row - 1. */
+static void ring_admit(msf_view_t *v, int32_t capacity, int32_t row)
+{
+    if (row - v->row0 < capacity) {
+        return;
+    }
+    const int32_t row0 = row - capacity + 1;
+    memmove(v->base, v->base + (row0 - v->row0) * v->row_stride,
+            (size_t)(capacity - 1) * (size_t)v->row_stride);
+    v->row0 = row0;
+}
+
+void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
+                         const int8_t *input, const msf_sink_t *sink)
+{
+    const msf_layer_t *L = b->layers;
+    const int32_t n = b->n;
+    const msf_layer_t *last = &L[n - 1];
+    const int staged = b->head || b->stream;       /* the last layer's pixels go one by one */
+    msf_view_t view[n + 1];                        /* local tensor t = input of layer t */
+    msf_view_t skip[n];                            /* adds: skip inputs made before the block */
+    int32_t capacity[n], produced[n + 1], next[n];
+
+    view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
+    for (int32_t t = 1; t < n; t++) {
+        const msf_ring_t *r = &b->rings[t - 1];
+        view[t] = msf_whole_view(arena + r->offset, r->cols, L[t].in_c);
+        capacity[t] = r->rows;
+        produced[t] = -1;
+    }
+    view[n] = msf_output_view(b, arena, out);
+    msf_skip_views(b, arena, input, skip);
+    for (int32_t l = 0; l < n; l++) {
+        next[l] = 0;
+    }
+    for (int32_t y = 0; y < last->out_h; y++) {
+        while (next[n - 1] <= y) {
+            const int32_t l = msf_ready_layer(b, next, produced, 1);
+            const int32_t row = next[l];
+            const msf_view_t *in2 = NULL;
+            if (L[l].op == MSF_ADD) {
+                in2 = L[l].skip >= b->first ? &view[L[l].skip - b->first] : &skip[l];
+            }
+            if (l < n - 1) {
+                ring_admit(&view[l + 1], capacity[l + 1], row);
+            }
+            if (l == n - 1 && staged) {
+                view[n].row0 = row;
+            }
+            for (int32_t x = 0; x < L[l].out_w; x++) {
+                msf_layer_column(&L[l], &view[l], in2, &view[l + 1], x, row, row + 1);
+                if (l == n - 1 && staged) {
+                    msf_pixel_done(b, arena, sink, &view[n], row, x);
+                }
+            }
+            produced[l + 1] = row;
+            next[l] = row + 1;
+        }
+    }
+    if (b->head) {
+        msf_head_finish(b, arena, out, sink);
+    }
+}

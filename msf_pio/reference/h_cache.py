@@ -1,0 +1,104 @@
+"""The H-cache schedule in numpy: a fusion block run tile by tile, column by column, through
+column rings (tiles of one output row: msf-CNN's H-cache; of several: the `tiles` scheme).
+
+Written from the scheme's definition (msf_pio/fusion/exact_cost.py), not from its code: a tile
+is t consecutive output rows of the block's last spatial layer; for it, every tensor of the block
+provides the hull of the rows its consumers read. Within the tile each layer computes its next
+output column (those rows) on demand, after its inputs have produced the columns it reads; a
+column enters its tensor's ring and pushes the oldest column out once the ring is full. Putting a
+column of more rows than the ring holds, or reading a pixel the ring does not hold, raises
+RingError, so a run checks the ring sizes of the cost model as well as the bytes of the C runtime.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model import ir
+from ..model.ir import Model
+from .executor import run_layer
+from .regions import RingError, input_span, run_region
+
+
+class _ColumnRing:
+    def __init__(self, tensor: int, rows: int, cols: int):
+        self.tensor, self.rows, self.cols = tensor, rows, cols
+        self.held: dict[int, tuple[int, np.ndarray]] = {}    # column -> (first row, pixels)
+
+    def put(self, x: int, row0: int, column: np.ndarray) -> None:
+        if len(column) > self.rows:
+            raise RingError(f"tensor {self.tensor}: a column of {len(column)} rows in a ring of "
+                            f"{self.rows} rows")
+        self.held[x] = (row0, column)
+        for old in [c for c in self.held if c <= x - self.cols]:
+            del self.held[old]
+
+    def get(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        out = []
+        for c in range(c0, c1 + 1):
+            row0, column = self.held.get(c, (r0, None))
+            if column is None or r0 < row0 or r1 >= row0 + len(column):
+                raise RingError(f"tensor {self.tensor}: rows {r0}..{r1} of column {c} not in "
+                                f"its ring of {self.rows} rows x {self.cols} columns")
+            out.append(column[r0 - row0:r1 - row0 + 1])
+        return np.stack(out, axis=1)
+
+
+def tile_rows_needed(model: Model, first: int, end: int, y0: int, y1: int
+                     ) -> dict[int, tuple[int, int]]:
+    """Rows [lo, hi] every tensor first+1..end+1 provides for output rows y0..y1 of `end`:
+    the hull of what its consumers read."""
+    need = {end + 1: (y0, y1)}
+    for l in range(end, first - 1, -1):
+        layer = model.layers[l]
+        lo, hi = input_span(layer, *need[l + 1], 0)
+        for t in [l, layer.skip] if layer.op == ir.ADD else [l]:
+            if t > first:
+                a, b = need.get(t, (lo, hi))
+                need[t] = (min(a, lo), max(b, hi))
+    return need
+
+
+def run_block(model: Model, first: int, last: int, tile_rows: int,
+              rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray]
+              ) -> tuple[np.ndarray, dict[int, int]]:
+    """Tensor last + 1 of the block first..last under the H-cache with tiles of `tile_rows`
+    rows and `rings` (tensor -> (rows, columns)) for its internal tensors; `tensors` holds the
+    block input and the skip tensors made before it. Also returns the output pixels every
+    spatial layer computed, as a count per (layer, row, column)."""
+    layers = model.layers
+    end = last
+    while layers[end].op in ir.HEAD_OPS:
+        end -= 1
+    out = np.zeros(layers[end].out_shape, dtype=np.int8)
+    computed: dict[tuple[int, int, int], int] = {}
+    height, width = layers[end].out_shape[:2]
+    for y0 in range(0, height, tile_rows):
+        need = tile_rows_needed(model, first, end, y0, min(y0 + tile_rows, height) - 1)
+        ring = {t: _ColumnRing(t, *rings[t]) for t in range(first + 1, end + 1)}
+        produced = {t: -1 for t in range(first + 1, end + 2)}
+
+        def read(t: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+            return tensors[t][r0:r1 + 1, c0:c1 + 1] if t <= first else ring[t].get(r0, r1, c0, c1)
+
+        def compute(l: int, x: int) -> None:
+            layer = layers[l]
+            hi = input_span(layer, x, x, 1)[1]
+            for t in [l, layer.skip] if layer.op == ir.ADD else [l]:
+                while t > first and produced[t] < hi:
+                    compute(t - 1, produced[t] + 1)
+            rows = need[l + 1]
+            column = run_region(model, l, rows, (x, x), read)[:, 0]
+            for r in range(rows[0], rows[1] + 1):
+                computed[(l, r, x)] = computed.get((l, r, x), 0) + 1
+            if l == end:
+                out[rows[0]:rows[1] + 1, x] = column
+            else:
+                ring[l + 1].put(x, rows[0], column)
+            produced[l + 1] = x
+
+        for x in range(width):
+            compute(end, x)
+    result = {end + 1: out, **tensors}
+    for l in range(end + 1, last + 1):            # the head: pooled and classified whole
+        result[l + 1] = run_layer(model, l, result)
+    return result[last + 1], computed

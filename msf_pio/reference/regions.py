@@ -1,0 +1,57 @@
+"""A layer run on a region of its output: what the fused schedules of the reference compute.
+
+A fused schedule computes a layer a piece at a time (a row over the full width for the line
+buffer, a column of a tile's rows for the H-cache) from the input pixels it holds in its rings.
+The layer cut to that piece reads the input rows and columns the piece's windows reach; the
+padding the cut leaves around them is the layer's own, so the values are the unfused ones.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Callable
+
+import numpy as np
+
+from ..model import ir
+from ..model.ir import Model
+from .executor import run_layer
+
+
+class RingError(AssertionError):
+    """A pixel was read outside its ring: the ring is too small for the schedule."""
+
+
+def input_span(layer: ir.Layer, lo: int, hi: int, axis: int) -> tuple[int, int]:
+    """Input positions [a, b] (axis 0 rows, 1 columns) that outputs lo..hi of `layer` read."""
+    if layer.op == ir.ADD:
+        return lo, hi
+    pad = layer.pad[axis]
+    start = lo * layer.stride - pad
+    stop = hi * layer.stride - pad + layer.kernel - 1
+    return max(start, 0), min(stop, layer.in_shape[axis] - 1)
+
+
+Reader = Callable[[int, int, int, int, int], np.ndarray]   # (tensor, r0, r1, c0, c1) -> pixels
+
+
+def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int],
+               read: Reader) -> np.ndarray:
+    """Output rows rows[0]..rows[1] x columns cols[0]..cols[1] of layer l, from the input pixels
+    `read` returns (for an add, of both inputs)."""
+    layer = model.layers[l]
+    (r0, r1), (c0, c1) = input_span(layer, *rows, 0), input_span(layer, *cols, 1)
+    pad = layer.pad
+    if layer.op != ir.ADD:       # what of the windows lies outside the input stays padding
+        top, left = r0 - (rows[0] * layer.stride - layer.pad_top), \
+            c0 - (cols[0] * layer.stride - layer.pad_left)
+        bottom = rows[1] * layer.stride - layer.pad_top + layer.kernel - 1 - r1
+        right = cols[1] * layer.stride - layer.pad_left + layer.kernel - 1 - c1
+        pad = (top, left, bottom, right)
+    cut = replace(layer, in_shape=(r1 - r0 + 1, c1 - c0 + 1, layer.in_shape[2]),
+                  out_shape=(rows[1] - rows[0] + 1, cols[1] - cols[0] + 1, layer.out_shape[2]),
+                  pad=pad)
+    sub = model.with_layers([cut if i == l else x for i, x in enumerate(model.layers)])
+    inputs = {l: read(l, r0, r1, c0, c1)}
+    if layer.op == ir.ADD:
+        inputs[layer.skip] = read(layer.skip, r0, r1, c0, c1)
+    return run_layer(sub, l, inputs)

@@ -1,0 +1,112 @@
+"""The line-buffer scheme three ways: the cost model's rings and MACs (msf_pio/fusion/
+line_buffer.py), the numpy reference that runs the schedule through rings of exactly those rows
+(msf_pio/reference/line_buffer.py) and the C runtime (library/src/line_buffer.c)."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from msf_pio.codegen.generate import generate
+from msf_pio.codegen.host import HostBuild
+from msf_pio.fusion import solvers
+from msf_pio.fusion.graph import build_graph
+from msf_pio.model.spec import spec_to_model
+from msf_pio.reference import run_layer, run_model
+from msf_pio.reference.line_buffer import RingError, run_block
+from msf_pio.reference.plan import run_plan
+from msf_pio.verify import quantized_model, seeded_input
+from tests.random_models import small_specs
+from tests.test_exact_cost import pixel_macs
+
+
+def rings_of(edge):
+    return {b["tensor"]: b["rows"] for b in edge.detail["scratch"] if b["kind"] == "ring"}
+
+
+def check_blocks(model, x):
+    """Every line-buffer edge: the reference through its rings gives the unfused tensor, the
+    rows it computes cost the edge's MACs, and any ring one row smaller is too small."""
+    tensors = {0: x}
+    for i in range(model.n_layers):
+        tensors[i + 1] = run_layer(model, i, tensors)
+    for e in build_graph(model, "exact").edges:
+        if e.scheme != "line-buffer":
+            continue
+        rings = rings_of(e)
+        out, rows = run_block(model, e.first, e.last, rings, tensors)
+        assert np.array_equal(out, tensors[e.last + 1])
+        end = max(rows)
+        spatial = sum(pixel_macs(model.layers[l], r, c) for l, n in rows.items()
+                      for r in range(n) for c in range(model.layers[l].out_shape[1]))
+        head = sum(pixel_macs(model.layers[l], 0, 0) for l in range(end + 1, e.last + 1))
+        assert e.macs == spatial + head
+        for t, n in rings.items():
+            with pytest.raises(RingError):
+                run_block(model, e.first, e.last, {**rings, t: n - 1}, tensors)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=9))
+def test_random_blocks_through_the_reference(spec):
+    model = quantized_model(spec_to_model(spec))
+    check_blocks(model, seeded_input(model, 0))
+
+
+def test_tiny_blocks_through_the_reference():
+    model = quantized_model("tiny")
+    check_blocks(model, seeded_input(model, 0))
+
+
+@pytest.mark.parametrize("name", ["mbv2-w0.35-paper", "mcunet-vww-5fps"])
+def test_zoo_plans_through_the_reference(name):
+    """Plans of line-buffer blocks and H-cache blocks (F = 1, no tiles) give the unfused
+    output."""
+    model = quantized_model(name)
+    x = seeded_input(model, 0)
+    graph = build_graph(model, "exact", schemes=("h-cache", "line-buffer"))
+    ref = run_model(model, x)
+    for fmax in (1.0, 1.3):
+        plan = solvers.p1_min_ram(graph, fmax)
+        assert "line-buffer" in {e.scheme for e in plan.blocks}
+        assert np.array_equal(run_plan(model, plan.blocks, x), ref)
+
+
+def test_f_one_needs_no_recomputation():
+    """At F = 1 every fusion block is a line buffer (tiles aside), and it beats every
+    H-cache-only plan."""
+    model = quantized_model("mn2-vww5-paper")
+    graph = build_graph(model, "exact", schemes=("h-cache", "line-buffer"))
+    plan = solvers.p1_min_ram(graph, 1.0)
+    assert plan.overhead <= 1.0
+    assert all(e.scheme in ("single", "line-buffer") for e in plan.blocks)
+    hcache = solvers.p1_min_ram(build_graph(model, "exact", schemes=("h-cache",)), 1.0)
+    assert plan.peak_ram < hcache.peak_ram
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=9))
+def test_random_line_buffer_plans_in_c(spec):
+    """Generated C of a random model's least-RAM plan at F = 1 (line-buffer blocks) is the
+    reference's bytes, with the predicted MACs and arena high-water, sanitizer-clean."""
+    model = quantized_model(spec_to_model(spec))
+    plan = solvers.p1_min_ram(build_graph(model, "exact", schemes=("h-cache", "line-buffer")),
+                              1.0)
+    x = seeded_input(model, 0)
+    ref = run_model(model, x).reshape(-1)
+    build = HostBuild(generate(model, plan))
+    try:
+        assert np.array_equal(build.run(x).output, ref)
+        assert build.run(x, "count").figures["macs_counted"] == plan.macs
+        assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
+        assert np.array_equal(build.run(x, "sanitize").output, ref)
+    finally:
+        build.close()
+
+
+def test_pareto_with_schemes_dominates_h_cache_only():
+    model = quantized_model("mbv2-w0.35-paper")
+    both, only = build_graph(model, "exact"), build_graph(model, "exact", schemes=("h-cache",))
+    for fmax in (1.0, 1.1, 1.3, 1.5, math.inf):
+        a, b = solvers.p1_min_ram(both, fmax), solvers.p1_min_ram(only, fmax)
+        assert a.feasible and (not b.feasible or a.peak_ram <= b.peak_ram)
