@@ -23,10 +23,13 @@ from pathlib import Path
 
 import yaml
 
-from msf_pio.fusion import latency
-from msf_pio.fusion.planner import plan_model
-from msf_pio.pio import bootstrap
-from msf_pio.pio.project import make_project, pio, result_lines
+# the msf_pio (and so the library/) of this checkout, not an installed copy of another one
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from msf_pio.fusion import latency  # noqa: E402
+from msf_pio.fusion.planner import plan_model  # noqa: E402
+from msf_pio.pio import bootstrap  # noqa: E402
+from msf_pio.pio.project import make_project, pio, result_lines  # noqa: E402
 
 BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_esp32c3")
 # name -> (input HWC, layer, CMSIS-NN instr/MAC on the Cortex-M7 model from issue 11)

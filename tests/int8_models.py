@@ -85,6 +85,8 @@ WEIGHTED = {   # the tests apply each activation to the last layer
     "conv3x3_cin13": ((6, 6, 13), [{"op": "conv2d", "out": 5, "kernel": 3}]),
     "conv1x1": ((7, 7, 8), [{"op": "pointwise", "out": 6}]),
     "conv1x1_cin13": ((5, 6, 13), [{"op": "pointwise", "out": 9}]),
+    "conv1x1_cin11": ((5, 4, 11), [{"op": "pointwise", "out": 7}]),    # taps % 4: 1, 3, 2
+    "conv1x1_cin6": ((4, 5, 6), [{"op": "pointwise", "out": 4}]),
     "conv1x1_s2": ((7, 7, 8), [{"op": "pointwise", "out": 6, "stride": 2}]),
     "dw3x3_s1_same": ((8, 8, 6), [{"op": "depthwise_conv2d", "kernel": 3}]),
     "dw3x3_s2_same": ((9, 8, 5), [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),

@@ -344,7 +344,10 @@ def test_emulated_board_support_compiles_warning_free(board, tmp_path):
 # -- the DSP path, run on emulated Cortex-M4/M7 ---------------------------------------------
 QEMU = {"cortex-m7": "mps2-an500", "cortex-m4": "mps2-an386"}
 DSP_CASES = ["conv3x3_s1_same-relu6", "conv5x5_s2_same-none", "conv3x3_cin13-none",
-             "conv1x1_cin13-relu6", "conv1x1_s2-none", "dw3x3_s2_same-relu6", "add-none"]
+             "conv1x1_cin13-relu6", "conv1x1_s2-none", "conv1x1-none", "conv1x1_cin11-relu6",
+             "conv1x1_cin6-none", "conv3x3_s2_pad1-relu6",
+             "dw3x3_s2_same-relu6", "dw3x3_s1_same-none", "dw5x5_s2_pad1-relu6",
+             "dw7x7_s2_same-none", "add-none"]
 _LINK = ["--oslib=semihost", "--crt0=semihost",      # picolibc's specs come with CROSS
          "-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
          "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000"]

@@ -1,11 +1,11 @@
 /* Benchmark firmware for the emulated boards: times msf_model_run alone (the demo firmware's
  * timed region also checks the output, ~50 instructions per output byte, which would swamp the
  * kernels of a one-layer model), then checks the output against the host reference and prints
- * the demo's MSF result line fields that benchmarks/kernel_instructions.py reads. */
+ * the demo's MSF result line fields that benchmarks/kernel_instructions.py reads. Board support
+ * comes from the msf-pio library (msf/board.h); printing needs no C library. */
 #include <stdint.h>
-#include <stdio.h>
 
-#include "msf_board.h"
+#include "msf/board.h"
 #include "msf_golden.h"
 #include "msf_model.h"
 
@@ -23,18 +23,51 @@ static uint32_t crc32(const int8_t *p, uint32_t n)
     return ~crc;
 }
 
+static void put_dec(const char *key, uint64_t v)
+{
+    char text[21];
+    char *p = text + sizeof text;
+    *--p = '\0';
+    do {
+        *--p = (char)('0' + v % 10u);
+        v /= 10u;
+    } while (v);
+    msf_board_puts(key);
+    msf_board_puts(p);
+}
+
+static void put_hex(const char *key, uint32_t v)
+{
+    char text[11] = "0x";
+    for (int i = 0; i < 8; i++) {
+        text[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 0xFu];
+    }
+    text[10] = '\0';
+    msf_board_puts(key);
+    msf_board_puts(text);
+}
+
 int main(void)
 {
+    msf_board_init();
     uint64_t t0 = msf_board_cycles();
     msf_model_run(msf_golden_input, output);
     uint64_t cycles = msf_board_cycles() - t0;
     uint32_t crc = crc32(output, MSF_MODEL_OUTPUT_BYTES);
     int ok = crc == MSF_GOLDEN_OUTPUT_CRC32;
-    printf("MSF model=%s plan=%s board=bench clock=%s cycles=%lu arena=%lu macs=%lu "
-           "crc=0x%08lx crc_ref=0x%08lx status=%s\n",
-           msf_model_info.name, msf_model_info.plan, msf_board_cycles_source(),
-           (unsigned long)cycles, (unsigned long)msf_model_info.arena_bytes,
-           (unsigned long)msf_model_info.macs, (unsigned long)crc,
-           (unsigned long)MSF_GOLDEN_OUTPUT_CRC32, ok ? "ok" : "mismatch");
-    return !ok;
+    for (;;) {                     /* an emulator exits in msf_board_end_of_run */
+        msf_board_puts("MSF model=");
+        msf_board_puts(msf_model_info.name);
+        msf_board_puts(" plan=");
+        msf_board_puts(msf_model_info.plan);
+        msf_board_puts(" board=bench clock=");
+        msf_board_puts(msf_board_cycles_source());
+        put_dec(" cycles=", cycles);
+        put_dec(" arena=", msf_model_info.arena_bytes);
+        put_dec(" macs=", msf_model_info.macs);
+        put_hex(" crc=", crc);
+        put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
+        msf_board_puts(ok ? " status=ok\n" : " status=mismatch\n");
+        msf_board_end_of_run(!ok);
+    }
 }

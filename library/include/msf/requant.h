@@ -15,10 +15,12 @@
 #endif
 
 /* The kernels' translation units ask for -O3 when the firmware is built for size (PlatformIO
- * platforms build with -Os, which spills the blocked inner loops' accumulators to the stack);
- * the rest of the firmware keeps its flags. */
+ * platforms build with -Os, which spills the blocked inner loops' accumulators to the stack),
+ * without turning short copy loops into calls of the C library's memcpy; the rest of the
+ * firmware keeps its flags. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE_SIZE__)
-#define MSF_KERNEL_SPEED _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\")")
+#define MSF_KERNEL_SPEED                                                                  \
+    _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\", \"no-tree-loop-distribute-patterns\")")
 #else
 #define MSF_KERNEL_SPEED
 #endif
@@ -45,16 +47,66 @@ static inline int32_t msf_rounding_shift(int32_t x, int32_t exponent)
  * for every multiplier a model can have (mult != INT32_MIN: multipliers are non-negative), in
  * fewer instructions: (a * b + 2^30) >> 31 (floor) equals TFLite's nudged truncating division
  * for both signs, and the saturating case a == b == INT32_MIN cannot occur; rounding half away
- * from zero by 2^right is (x + 2^(right-1) - [x < 0]) >> right for right > 0. */
+ * from zero by 2^right is (x + 2^(right-1) - [x < 0]) >> right for right > 0. A kernel that
+ * applies one channel's multiplier to several accumulators computes the channel's constants once
+ * (msf_rq) and applies them to each (msf_rq_apply). */
+typedef struct {
+    int32_t mult, left, right, half, neg;     /* neg: -1 when right > 0, else 0 */
+} msf_rq_t;
+
+MSF_INLINE msf_rq_t msf_rq(int32_t mult, int32_t shift)
+{
+    msf_rq_t q;
+    q.mult = mult;
+    q.neg = shift >> 31;                                         /* -1: shift < 0 */
+    q.left = shift & ~q.neg;                                     /* max(shift, 0) */
+    q.right = q.left - shift;                                    /* max(-shift, 0) */
+    q.half = (int32_t)((1u << q.right) >> 1);                    /* 0 when right == 0 */
+    return q;
+}
+
+/* (a * b + 2^30) >> 31 */
+MSF_INLINE int32_t msf_dhm(int32_t a, int32_t b)
+{
+#if defined(__GNUC__) && defined(__thumb2__) && (defined(__ARM_ARCH_7M__) || defined(__ARM_ARCH_7EM__))
+    /* the rounding constant as immediates: GCC's SMLAL form keeps 2^30 and 0 in registers */
+    uint32_t lo;
+    int32_t hi;
+    __asm__("smull %0, %1, %2, %3\n\t"
+            "adds %0, %0, #0x40000000\n\t"
+            "adc %1, %1, #0\n\t"
+            "lsrs %0, %0, #31\n\t"
+            "orr %0, %0, %1, lsl #1"
+            : "=&r"(lo), "=&r"(hi) : "r"(a), "r"(b) : "cc");
+    return (int32_t)lo;
+#else
+    return (int32_t)(((int64_t)a * b + (1 << 30)) >> 31);
+#endif
+}
+
+MSF_INLINE int32_t msf_rq_apply(int32_t acc, const msf_rq_t q)
+{
+    const int32_t x = msf_dhm((int32_t)((uint32_t)acc << q.left), q.mult);
+    return (int32_t)((int64_t)x + q.half + ((x >> 31) & q.neg)) >> q.right;
+}
+
 MSF_INLINE int32_t msf_requantize(int32_t acc, int32_t mult, int32_t shift)
 {
-    const int32_t left = shift > 0 ? shift : 0;
-    const int32_t right = shift > 0 ? 0 : -shift;
-    const int64_t ab = (int64_t)(int32_t)((uint32_t)acc << left) * mult + (1 << 30);
-    const int32_t x = (int32_t)(ab >> 31);
-    const int32_t half = (int32_t)((1u << right) >> 1);           /* 0 when right == 0 */
-    const int32_t below = (x >> 31) & -(int32_t)(right > 0);      /* -1: negative, right > 0 */
-    return (int32_t)((int64_t)x + half + below) >> right;
+    return msf_rq_apply(acc, msf_rq(mult, shift));
+}
+
+/* The output side of a layer: zero point and activation clamp. */
+typedef struct {
+    int32_t offset, min, max;
+} msf_out_t;
+
+/* A requantized accumulator as an int8 output. */
+MSF_INLINE int8_t msf_rq_output(int32_t acc, const msf_rq_t q, const msf_out_t o)
+{
+    int32_t v = msf_rq_apply(acc, q) + o.offset;
+    v = v < o.min ? o.min : v;
+    v = v > o.max ? o.max : v;
+    return (int8_t)v;
 }
 
 /* A requantized accumulator as an int8 output: multiplier and exponent, output zero point,
@@ -62,10 +114,16 @@ MSF_INLINE int32_t msf_requantize(int32_t acc, int32_t mult, int32_t shift)
 MSF_INLINE int8_t msf_output_s8(int32_t acc, int32_t mult, int32_t shift, int32_t out_offset,
                                    int32_t act_min, int32_t act_max)
 {
-    int32_t v = msf_requantize(acc, mult, shift) + out_offset;
-    v = v < act_min ? act_min : v;
-    return (int8_t)(v > act_max ? act_max : v);
+    const msf_out_t o = {out_offset, act_min, act_max};
+    return msf_rq_output(acc, msf_rq(mult, shift), o);
 }
+
+/* Requantizes the accumulators of n consecutive output channels of `pixels` pixels (1 or 2),
+ * stored channel after channel in pairs (acc[2 * ch + p]), into o0[ch] and, for pixel 1,
+ * o0[d + ch], channel ch with mult[ch] and shift[ch]: the per-channel constants are computed
+ * once for both pixels (library/src/kernels/requant_s8.c). */
+void msf_requant_s8(const int32_t *acc, int32_t pixels, int32_t n, const int32_t *mult,
+                    const int8_t *shift, const msf_out_t *out, int8_t *o0, int32_t d);
 
 static inline int8_t msf_clamp(int32_t v, int32_t lo, int32_t hi)
 {

@@ -6,13 +6,34 @@
  * loop only loads, extends the weights and multiplies; elsewhere (and for windows larger than
  * the scratch) the taps are read where they lie, in a whole tensor or a column ring. Kernel
  * taps outside the input are skipped (their input is the zero point); a pixel whose window is
- * clipped unlike its neighbour's, or a lone last row, is computed alone (1x2 blocking). */
+ * clipped unlike its neighbour's, or a lone last row, is computed alone (1x2 blocking).
+ *
+ * The accumulators of a chunk of output channels are kept (acc[2 * ch + p]) and requantized
+ * together by msf_requant_s8 (requant_s8.c), so that neither loop holds the other's values in
+ * its registers; each loop over the channels of a pixel pair is a function of its own, whose
+ * registers the compiler allocates for that loop alone. */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 #include "simd.h"
 #include "window.h"
 
 MSF_KERNEL_SPEED
+
+#if defined(__GNUC__)
+#define MSF_NOINLINE __attribute__((noinline))
+#else
+#define MSF_NOINLINE
+#endif
+
+/* Where a pixel's taps lie: the valid kernel columns [x0, x1) as `runs` runs of `run` bytes
+ * (one run per kernel row in a whole tensor, one per tap in a column ring) starting at
+ * cols[x0 + j] + top + (ky - y0) * row_stride, for the valid kernel rows [y0, y1). */
+typedef struct {
+    const int8_t *cols[MSF_MAX_KERNEL];
+    int32_t x0, y0, y1, runs, run, k, cin;
+} taps_t;
+
+#define MSF_CONV_CHUNK 16     /* output channels accumulated before requantizing (128 B) */
 
 /* acc[2p + q] += sum over i < n of (x_p[i] + offset) * w_q[i], for channels q in {0, 1} and
  * pixels p in {0, 1} (p = 0 only unless `pair`; a compile-time constant once inlined) */
@@ -56,165 +77,274 @@ MSF_INLINE void mac_2x2(const int pair, const int8_t *x0, const int8_t *x1, cons
     acc[3] = a11;
 }
 
+/* Where a pixel's taps lie (the taps_t) and how its channels' accumulators are made: weights of
+ * channel 0 at the pixel's first valid tap, `filter` bytes from one channel to the next */
+typedef struct {
+    const int8_t *w;
+    const int32_t *bias;
+    int32_t filter, offset, top, row_stride, second;
+} direct_t;
+
+/* Accumulators of output channel 0 (and 1, when `two`) of pixel 0 (and 1, whose taps lie
+ * `second` bytes further), the taps read where they lie: acc[2 * q + p] for channel q, pixel p */
+MSF_INLINE void direct_channels(const int pair, const int two, const taps_t *t,
+                                const direct_t *d, const int8_t *f0, const int32_t *bias,
+                                int32_t *acc)
+{
+    const int32_t kc = t->k * t->cin, cin = t->cin, run = t->run, runs = t->runs;
+    const int32_t offset = d->offset, row_stride = d->row_stride, second = d->second;
+    const int8_t *f1 = f0 + (two ? d->filter : 0);
+    int32_t a[4];
+    a[0] = a[2] = bias ? bias[0] : 0;
+    a[1] = a[3] = bias && two ? bias[1] : 0;
+    int32_t roff = d->top;
+    for (int32_t ky = t->y0; ky < t->y1; ky++, roff += row_stride, f0 += kc, f1 += kc) {
+        for (int32_t j = 0; j < runs; j++) {
+            const int8_t *x = t->cols[t->x0 + j] + roff;
+            mac_2x2(pair, x, x + second, f0 + j * cin, f1 + j * cin, run, offset, a);
+        }
+    }
+    acc[0] = a[0];
+    acc[1] = a[2];
+    if (two) {
+        acc[2] = a[1];
+        acc[3] = a[3];
+    }
+}
+
+/* ... of `count` output channels, two at a time */
+MSF_INLINE void direct_run(const int pair, const taps_t *t, const direct_t *d, int32_t count,
+                           int32_t *acc)
+{
+    int32_t ch = 0;
+    for (; ch + 2 <= count; ch += 2) {
+        direct_channels(pair, 1, t, d, d->w + ch * d->filter, d->bias ? d->bias + ch : 0,
+                        acc + 2 * ch);
+    }
+    if (ch < count) {
+        direct_channels(pair, 0, t, d, d->w + ch * d->filter, d->bias ? d->bias + ch : 0,
+                        acc + 2 * ch);
+    }
+}
+
+static MSF_NOINLINE void direct_pair(const taps_t *t, const direct_t *d, int32_t count,
+                                     int32_t *acc)
+{
+    direct_run(1, t, d, count, acc);
+}
+
+static MSF_NOINLINE void direct_one(const taps_t *t, const direct_t *d, int32_t count,
+                                    int32_t *acc)
+{
+    direct_run(0, t, d, count, acc);
+}
+
 #if MSF_DSP
 #define MSF_CONV_GATHER 512   /* window elements per pixel gathered (a pair: 2 KB of stack) */
 
-/* acc[2p + q] += sum over i < n of x_p[i] * w_q[i]: x_p gathered by gather(), so every four
- * elements are the words (x0, x2) and (x1, x3), matching SXTB16 of the weights */
-MSF_INLINE void mac_gathered(const int pair, const int16_t *x0, const int16_t *x1,
-                             const int8_t *w0, const int8_t *w1, int32_t n, int32_t acc[4])
-{
-    int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
-    int32_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const uint32_t v0 = msf_read4(w0 + i), v1 = msf_read4(w1 + i);
-        const int16x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
-        const int16x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
-        int16x2_t xe, xo;
-        __builtin_memcpy(&xe, x0 + i, 4);
-        __builtin_memcpy(&xo, x0 + i + 2, 4);
-        a00 = __smlad(xe, w0e, __smlad(xo, w0o, a00));
-        a01 = __smlad(xe, w1e, __smlad(xo, w1o, a01));
-        if (pair) {
-            __builtin_memcpy(&xe, x1 + i, 4);
-            __builtin_memcpy(&xo, x1 + i + 2, 4);
-            a10 = __smlad(xe, w0e, __smlad(xo, w0o, a10));
-            a11 = __smlad(xe, w1e, __smlad(xo, w1o, a11));
-        }
-    }
-    for (; i < n; i++) {
-        a00 += x0[i] * w0[i];
-        a01 += x0[i] * w1[i];
-        if (pair) {
-            a10 += x1[i] * w0[i];
-            a11 += x1[i] * w1[i];
-        }
-    }
-    acc[0] = a00;
-    acc[1] = a01;
-    acc[2] = a10;
-    acc[3] = a11;
-}
-#endif
+/* The gathered stream of a window of n >= 4 taps: tap e < whole = n & ~3 at position e, the
+ * last r = n % 4 taps at the end of the group that follows, after 4 - r zeros (so that the last
+ * group lines up with the window's last four weights, all inside the weight array); within
+ * every group of four the words (x0, x2) and (x1, x3), matching SXTB16 of four weights. */
 
-/* Where a pixel's taps lie: the valid kernel columns [x0, x1) as `runs` runs of `run` bytes
- * (one run per kernel row in a whole tensor, one per tap in a column ring) starting at
- * cols[x0 + j] + top + (ky - y0) * row_stride, for the valid kernel rows [y0, y1). */
-typedef struct {
-    const int8_t *cols[MSF_MAX_KERNEL];
-    int32_t x0, y0, y1, runs, run;
-} taps_t;
-
-#if MSF_DSP
-/* The pixel's valid taps, run after run, as one stream of int16 plus the input offset, each
- * four elements stored as the words (x0, x2), (x1, x3) (what mac_gathered expects; the last
- * n % 4 in order). */
-MSF_INLINE void gather(const taps_t *t, int32_t top, int32_t row_stride, int32_t offset,
-                       int16_t *dst)
+/* The gathered stream of the n int8 taps at x (contiguous) plus the input offset: whole words,
+ * then the last r = n % 4 taps straight to their places in the zero-padded last group. x may lie
+ * in dst's upper half (bytes [n, 2n)): each word is read before dst's lower part reaches it. */
+MSF_INLINE void expand(const int8_t *x, int32_t n, int32_t offset, int16_t *dst)
 {
     const int16x2_t off2 = msf_lanes(offset);
-    const int32_t n = (t->y1 - t->y0) * t->runs * t->run, full = n & ~3;
-    int32_t e = 0;
+    const int32_t whole = n & ~3, r = n - whole;
+    for (int32_t e = 0; e < whole; e += 4) {
+        const uint32_t u = msf_read4(x + e);
+        const int16x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
+        __builtin_memcpy(dst + e, &lo, 4);
+        __builtin_memcpy(dst + e + 2, &hi, 4);
+    }
+    if (r) {                                     /* positions 4 - r.. of the last group */
+        const int16_t last = (int16_t)(x[n - 1] + offset);
+        const int16_t second = r >= 2 ? (int16_t)(x[n - 2] + offset) : 0;
+        const int16_t third = r == 3 ? (int16_t)(x[n - 3] + offset) : 0;
+        int16_t *g = dst + whole;
+        g[0] = 0;
+        g[1] = second;
+        g[2] = third;
+        g[3] = last;
+    }
+}
+
+/* The pixel's n valid taps, run after run, as a gathered stream: a single run is expanded
+ * where it lies; several (kernel rows of a whole tensor, taps of a column ring) are first
+ * copied one after the other into the upper half of dst, then expanded. */
+MSF_INLINE void gather(const taps_t *t, int32_t top, int32_t row_stride, int32_t offset,
+                       int32_t n, int16_t *dst)
+{
+    const int8_t *x0 = t->cols[t->x0] + top;
+    if (t->runs == 1 && t->y1 - t->y0 == 1) {
+        expand(x0, n, offset, dst);
+        return;
+    }
+    int8_t *stage = (int8_t *)dst + n, *s = stage;
     for (int32_t ky = t->y0; ky < t->y1; ky++) {
-        for (int32_t j = 0; j < t->runs; j++) {
+        for (int32_t j = 0; j < t->runs; j++, s += t->run) {
             const int8_t *x = t->cols[t->x0 + j] + top + (ky - t->y0) * row_stride;
             int32_t i = 0;
-            if ((e & 3) == 0) {                      /* whole words while aligned to a group */
-                for (; i + 4 <= t->run; i += 4, e += 4) {
-                    const uint32_t u = msf_read4(x + i);
-                    const int16x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
-                    __builtin_memcpy(dst + e, &lo, 4);
-                    __builtin_memcpy(dst + e + 2, &hi, 4);
-                }
+            for (; i + 4 <= t->run; i += 4) {
+                const uint32_t u = msf_read4(x + i);
+                __builtin_memcpy(s + i, &u, 4);
             }
-            for (; i < t->run; i++, e++) {
-                const int32_t at = e < full ? (e & ~3) | ((e & 1) << 1) | ((e >> 1) & 1) : e;
-                dst[at] = (int16_t)(x[i] + offset);
+            for (; i < t->run; i++) {
+                s[i] = x[i];
             }
         }
     }
+    expand(stage, n, offset, dst);
 }
-#endif
 
-/* Output pixel o0 (and, when `pair`, o1, whose taps lie `second` bytes further) */
-MSF_INLINE void conv_pixels(const int pair, const msf_layer_t *l, const taps_t *t, int32_t top,
-                            int32_t row_stride, int32_t second, int8_t *o0, int8_t *o1)
+/* a += one group of four: weights w0 (channel 0) and w1 (channel 1), gathered taps x (pixel 0)
+ * and x + MSF_CONV_GATHER (pixel 1) */
+MSF_INLINE void mac_group(const int pair, const int16_t *x, const int8_t *w0, const int8_t *w1,
+                          int32_t a[4])
 {
-    const int32_t k = l->kernel, cin = l->in_c, cout = l->out_c, filter = k * k * cin;
-#if MSF_DSP
-    /* a window spanning whole kernel rows has its weights in one run too: one stream */
-    const int32_t n = (t->y1 - t->y0) * k * cin;
-    int16_t scratch[2][MSF_CONV_GATHER];
-    const int gathered = t->x0 == 0 && t->runs * t->run == k * cin && n <= MSF_CONV_GATHER;
-    if (gathered) {
-        gather(t, top, row_stride, l->in_offset, scratch[0]);
-        if (pair) {
-            gather(t, top + second, row_stride, l->in_offset, scratch[1]);
-        }
-    }
-#endif
-    for (int32_t oc = 0; oc < cout; oc += 2) {
-        const int32_t oc1 = oc + 1 < cout ? oc + 1 : oc;
-        const int8_t *f0 = l->weights + oc * filter + t->x0 * cin;
-        const int8_t *f1 = l->weights + oc1 * filter + t->x0 * cin;
-        const int32_t b0 = l->bias ? l->bias[oc] : 0, b1 = l->bias ? l->bias[oc1] : 0;
-        int32_t acc[4] = {b0, b1, b0, b1};
-#if MSF_DSP
-        if (gathered) {
-            const int32_t woff = t->y0 * k * cin;
-            mac_gathered(pair, scratch[0], scratch[1], f0 + woff, f1 + woff, n, acc);
-        }
-#else
-        const int gathered = 0;
-#endif
-        for (int32_t ky = t->y0; ky < t->y1 && !gathered; ky++) {
-            const int32_t roff = top + (ky - t->y0) * row_stride, woff = ky * k * cin;
-            for (int32_t j = 0; j < t->runs; j++) {
-                const int8_t *x = t->cols[t->x0 + j] + roff;
-                mac_2x2(pair, x, x + second, f0 + woff + j * cin, f1 + woff + j * cin, t->run,
-                        l->in_offset, acc);
-            }
-        }
-        const int32_t m0 = l->mult[oc], m1 = l->mult[oc1], s0 = l->shift[oc], s1 = l->shift[oc1];
-        o0[oc] = msf_output_s8(acc[0], m0, s0, l->out_offset, l->act_min, l->act_max);
-        o0[oc1] = msf_output_s8(acc[1], m1, s1, l->out_offset, l->act_min, l->act_max);
-        if (pair) {
-            o1[oc] = msf_output_s8(acc[2], m0, s0, l->out_offset, l->act_min, l->act_max);
-            o1[oc1] = msf_output_s8(acc[3], m1, s1, l->out_offset, l->act_min, l->act_max);
-        }
+    const uint32_t v0 = msf_read4(w0), v1 = msf_read4(w1);
+    const int16x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
+    const int16x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
+    int16x2_t xe, xo;
+    __builtin_memcpy(&xe, x, 4);
+    __builtin_memcpy(&xo, x + 2, 4);
+    a[0] = __smlad(xe, w0e, __smlad(xo, w0o, a[0]));
+    a[2] = __smlad(xe, w1e, __smlad(xo, w1o, a[2]));
+    if (pair) {
+        __builtin_memcpy(&xe, x + MSF_CONV_GATHER, 4);
+        __builtin_memcpy(&xo, x + MSF_CONV_GATHER + 2, 4);
+        a[1] = __smlad(xe, w0e, __smlad(xo, w0o, a[1]));
+        a[3] = __smlad(xe, w1e, __smlad(xo, w1o, a[3]));
     }
 }
+
+/* Accumulators of output channel 0 (and 1, `filter` bytes of weights further, when `two`) of
+ * pixel 0 (and 1) from the gathered stream(s) x of n >= 4 elements, channel 0's weights at w:
+ * acc[2 * q + p] for channel q, pixel p */
+MSF_INLINE void gathered_channels(const int pair, const int two, const int16_t *x,
+                                  const int8_t *w, int32_t filter, const int32_t *bias,
+                                  int32_t n, int32_t *acc)
+{
+    const int32_t whole = n & ~3, back = 4 - (n - whole);
+    const int8_t *w1 = w + (two ? filter : 0);
+    int32_t a[4];
+    a[0] = a[1] = bias ? bias[0] : 0;
+    a[2] = a[3] = bias && two ? bias[1] : 0;
+    int32_t i = 0;
+    for (; i < whole; i += 4) {
+        mac_group(pair, x + i, w + i, w1 + i, a);
+    }
+    if (back != 4) {                   /* the last n % 4 taps: the window's last four weights */
+        mac_group(pair, x + i, w + i - back, w1 + i - back, a);
+    }
+    acc[0] = a[0];
+    acc[1] = a[1];
+    if (two) {
+        acc[2] = a[2];
+        acc[3] = a[3];
+    }
+}
+
+/* ... of `count` output channels, two at a time */
+MSF_INLINE void gathered_run(const int pair, const int16_t *x, const int8_t *w, int32_t filter,
+                             const int32_t *bias, int32_t count, int32_t n, int32_t *acc)
+{
+    int32_t ch = 0;
+    for (; ch + 2 <= count; ch += 2) {
+        gathered_channels(pair, 1, x, w + ch * filter, filter, bias ? bias + ch : 0, n,
+                          acc + 2 * ch);
+    }
+    if (ch < count) {
+        gathered_channels(pair, 0, x, w + ch * filter, filter, bias ? bias + ch : 0, n,
+                          acc + 2 * ch);
+    }
+}
+
+static MSF_NOINLINE void gathered_pair(const int16_t *x, const int8_t *w, int32_t filter,
+                                       const int32_t *bias, int32_t count, int32_t n,
+                                       int32_t *acc)
+{
+    gathered_run(1, x, w, filter, bias, count, n, acc);
+}
+
+static MSF_NOINLINE void gathered_one(const int16_t *x, const int8_t *w, int32_t filter,
+                                      const int32_t *bias, int32_t count, int32_t n,
+                                      int32_t *acc)
+{
+    gathered_run(0, x, w, filter, bias, count, n, acc);
+}
+#endif
 
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                        int32_t col, int32_t r0, int32_t r1)
 {
-    const int32_t cin = l->in_c, s = l->stride;
+    const int32_t k = l->kernel, cin = l->in_c, s = l->stride, filter = k * k * cin;
+    const int32_t cout = l->out_c;
+    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
     /* the column fixes the valid kernel columns of every pixel; cols[] point at row r0's */
-    const msf_window_t c = msf_window(l, r0, col);
+    const msf_window_t cw = msf_window(l, r0, col);
     taps_t t;
-    msf_window_columns(in, &c, t.cols);
+    msf_window_columns(in, &cw, t.cols);
     /* a whole tensor holds the valid taps of one kernel row contiguously: one run per row */
     const int contiguous = in->col_stride == cin && in->col_slots >= l->in_w;
-    t.x0 = c.x0;
-    t.runs = contiguous ? 1 : c.x1 - c.x0;
-    t.run = contiguous ? (c.x1 - c.x0) * cin : cin;
+    const int32_t rs = in->row_stride, ors = out->row_stride;
+    t.x0 = cw.x0;
+    t.runs = contiguous ? 1 : cw.x1 - cw.x0;
+    t.run = contiguous ? (cw.x1 - cw.x0) * cin : cin;
+    t.k = k;
+    t.cin = cin;
+    direct_t d = {0, 0, filter, l->in_offset, 0, rs, s * rs};
+    int32_t acc[2 * MSF_CONV_CHUNK];
+#if MSF_DSP
+    int16_t scratch[2 * MSF_CONV_GATHER];
+    /* a window spanning whole kernel rows has its taps, and its weights, in one stream */
+    const int whole_rows = cw.x0 == 0 && cw.x1 == k;
+#endif
+    int8_t *o = msf_pixel(out, r0, col);
     for (int32_t row = r0; row < r1;) {
         const msf_window_t w = msf_window(l, row, col);
         const msf_window_t w2 = msf_window(l, row + 1, col);
-        const int32_t top = (w.in_row + w.y0 - (c.in_row + c.y0)) * in->row_stride;
-        int8_t *o0 = msf_pixel(out, row, col);
+        /* pair with the next row when its window is clipped alike */
+        const int pair = row + 1 < r1 && w2.y0 == w.y0 && w2.y1 == w.y1;
+        const int8_t *w0 = l->weights + (w.y0 * k + cw.x0) * cin;
         t.y0 = w.y0;
         t.y1 = w.y1;
-        /* pair with the next row when its window is clipped alike */
-        if (row + 1 < r1 && w2.y0 == w.y0 && w2.y1 == w.y1) {
-            conv_pixels(1, l, &t, top, in->row_stride, s * in->row_stride, o0,
-                        msf_pixel(out, row + 1, col));
-            MSF_COUNT(2 * (w.y1 - w.y0) * (c.x1 - c.x0) * cin * l->out_c);
-            row += 2;
-        } else {
-            conv_pixels(0, l, &t, top, in->row_stride, 0, o0, o0);
-            MSF_COUNT((w.y1 - w.y0) * (c.x1 - c.x0) * cin * l->out_c);
-            row += 1;
+        d.top = (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
+#if MSF_DSP
+        const int32_t n = (w.y1 - w.y0) * k * cin;
+        const int gathered = whole_rows && n >= 4 && n <= MSF_CONV_GATHER;
+        if (gathered) {
+            gather(&t, d.top, rs, d.offset, n, scratch);
+            if (pair) {
+                gather(&t, d.top + d.second, rs, d.offset, n, scratch + MSF_CONV_GATHER);
+            }
         }
+#endif
+        for (int32_t c0 = 0; c0 < cout; c0 += MSF_CONV_CHUNK) {
+            const int32_t count = cout - c0 < MSF_CONV_CHUNK ? cout - c0 : MSF_CONV_CHUNK;
+            d.w = w0 + c0 * filter;
+            d.bias = l->bias ? l->bias + c0 : 0;
+#if MSF_DSP
+            if (gathered) {
+                if (pair) {
+                    gathered_pair(scratch, d.w, filter, d.bias, count, n, acc);
+                } else {
+                    gathered_one(scratch, d.w, filter, d.bias, count, n, acc);
+                }
+            } else
+#endif
+            if (pair) {
+                direct_pair(&t, &d, count, acc);
+            } else {
+                direct_one(&t, &d, count, acc);
+            }
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
+        }
+        MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * cout);
+        row += 1 + pair;
+        o += (1 + pair) * ors;
     }
 }

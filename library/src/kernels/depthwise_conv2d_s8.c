@@ -2,7 +2,13 @@
  * loop: one word of input and one word of weights per kernel tap; with the DSP extension the
  * four int8 lanes are split into int16 pairs (the input offset added in the same instruction)
  * and multiplied lane by lane (SMLABB/SMLATT), elsewhere four independent scalar sums. The
- * column fixes the valid kernel columns, so their pointers are found once per call. */
+ * column fixes the valid kernel columns, so their pointers are found once per call.
+ *
+ * The accumulators of a chunk of channels of two pixels (rows whose windows are clipped alike)
+ * are kept (acc[2 * ch + p]) and requantized together by msf_requant_s8 (requant_s8.c), which
+ * computes each channel's requantization constants once for both pixels; the loop over a
+ * pixel's channels is a function of its own per window width (3, 5, 7: the taps of a kernel
+ * row unroll), whose registers the compiler allocates for that loop alone. */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 #include "simd.h"
@@ -10,23 +16,40 @@
 
 MSF_KERNEL_SPEED
 
-/* acc[j] += sum over the valid taps of (x[tap][j] + offset) * w[tap][j] for channels j < lanes
- * (4, or 1 for the last channels); taps of kernel row ky at cols[kx] + roff + (ky - y0) *
- * row_stride, weights at w + (ky * k + kx) * c, for the `width` valid kernel columns from x0
- * (a constant in the instances for whole 3-, 5- and 7-wide windows: the loop unrolls) */
-MSF_INLINE void dw_taps(const int lanes, const int32_t width, const msf_layer_t *l,
-                        const int8_t *const *cols, const msf_window_t *w, int32_t roff,
-                        int32_t row_stride, const int8_t *wt, int32_t acc[4])
+#if defined(__GNUC__)
+#define MSF_NOINLINE __attribute__((noinline))
+#else
+#define MSF_NOINLINE
+#endif
+
+#define MSF_DW_CHUNK 16       /* channels accumulated before requantizing (128 B of stack) */
+
+/* One pixel's taps: its first valid tap row `top` bytes from the valid kernel columns' pointers
+ * (cols[j], j < width), `rows` valid kernel rows `row_stride` apart; the weights of the first
+ * valid tap at w, `kc` bytes from one kernel row to the next, `c` from one column to the next. */
+typedef struct {
+    const int8_t *const *cols;
+    const int8_t *w;
+    const int32_t *bias;
+    int32_t top, rows, row_stride, kc, c, offset;
+} dw_pixel_t;
+
+/* a[j] += sum over the valid taps of (x[tap][j] + offset) * w[tap][j] for channels j < lanes
+ * (4, or 1 for the last channels), x and w `ch` bytes into each tap */
+MSF_INLINE void dw_taps(const int lanes, const int32_t width, const dw_pixel_t *p, int32_t ch,
+                        int32_t a[4])
 {
-    const int32_t k = l->kernel, c = l->in_c, offset = l->in_offset;
-    int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
+    const int32_t offset = p->offset, rs = p->row_stride, kc = p->kc, c = p->c;
+    int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 #if MSF_DSP
     const int16x2_t off2 = msf_lanes(offset);
 #endif
-    for (int32_t ky = w->y0; ky < w->y1; ky++, roff += row_stride) {
-        const int8_t *wr = wt + ky * k * c;
-        for (int32_t j = 0; j < width; j++) {
-            const int8_t *x = cols[w->x0 + j] + roff, *f = wr + (w->x0 + j) * c;
+    const int8_t *wr = p->w + ch;
+    int32_t roff = p->top + ch;
+    for (int32_t ky = 0; ky < p->rows; ky++, roff += rs, wr += kc) {
+        const int8_t *f = wr;
+        for (int32_t j = 0; j < width; j++, f += c) {
+            const int8_t *x = p->cols[j] + roff;
             if (lanes == 1) {
                 a0 += (x[0] + offset) * f[0];
                 continue;
@@ -47,57 +70,111 @@ MSF_INLINE void dw_taps(const int lanes, const int32_t width, const msf_layer_t 
 #endif
         }
     }
-    acc[0] = a0;
-    acc[1] = a1;
-    acc[2] = a2;
-    acc[3] = a3;
+    a[0] = a0;
+    a[1] = a1;
+    a[2] = a2;
+    a[3] = a3;
 }
 
-/* Output pixel o: four channels at a time, then the rest one by one. */
-MSF_INLINE void dw_pixel(const int32_t width, const msf_layer_t *l, const int8_t *const *cols,
-                         const msf_window_t *w, int32_t top, int32_t row_stride, int8_t *o)
+/* Accumulators of channels [c0, c0 + count) of one pixel into acc[2 * (ch - c0)]: four
+ * channels at a time, then the rest one by one */
+MSF_INLINE void dw_chunk(const int32_t width, const dw_pixel_t *pp, int32_t c0, int32_t count,
+                         int32_t *acc)
 {
-    const int32_t c = l->in_c;
-    const int32_t *b = l->bias;
-    int32_t ch = 0;
-    for (; ch + 4 <= c; ch += 4) {
-        int32_t acc[4] = {b ? b[ch] : 0, b ? b[ch + 1] : 0, b ? b[ch + 2] : 0,
-                          b ? b[ch + 3] : 0};
-        dw_taps(4, width, l, cols, w, top + ch, row_stride, l->weights + ch, acc);
-        for (int32_t j = 0; j < 4; j++) {
-            o[ch + j] = msf_output_s8(acc[j], l->mult[ch + j], l->shift[ch + j], l->out_offset,
-                                      l->act_min, l->act_max);
-        }
+    const dw_pixel_t copy = *pp, *p = &copy;   /* not reloaded after each accumulator store */
+    const int32_t *b = p->bias;
+    int32_t ch = c0;
+    const int32_t end = c0 + count;
+    for (; ch + 4 <= end; ch += 4, acc += 8) {
+        int32_t a[4] = {b ? b[ch] : 0, b ? b[ch + 1] : 0, b ? b[ch + 2] : 0, b ? b[ch + 3] : 0};
+        dw_taps(4, width, p, ch, a);
+        acc[0] = a[0];
+        acc[2] = a[1];
+        acc[4] = a[2];
+        acc[6] = a[3];
     }
-    for (; ch < c; ch++) {
-        int32_t acc[4] = {b ? b[ch] : 0, 0, 0, 0};
-        dw_taps(1, width, l, cols, w, top + ch, row_stride, l->weights + ch, acc);
-        o[ch] = msf_output_s8(acc[0], l->mult[ch], l->shift[ch], l->out_offset, l->act_min,
-                              l->act_max);
+    for (; ch < end; ch++, acc += 2) {
+        int32_t a[4] = {b ? b[ch] : 0, 0, 0, 0};
+        dw_taps(1, width, p, ch, a);
+        acc[0] = a[0];
+    }
+}
+
+static MSF_NOINLINE void dw_chunk3(const dw_pixel_t *p, int32_t c0, int32_t count, int32_t *acc)
+{
+    dw_chunk(3, p, c0, count, acc);
+}
+
+static MSF_NOINLINE void dw_chunk5(const dw_pixel_t *p, int32_t c0, int32_t count, int32_t *acc)
+{
+    dw_chunk(5, p, c0, count, acc);
+}
+
+static MSF_NOINLINE void dw_chunk7(const dw_pixel_t *p, int32_t c0, int32_t count, int32_t *acc)
+{
+    dw_chunk(7, p, c0, count, acc);
+}
+
+static MSF_NOINLINE void dw_chunk_any(int32_t width, const dw_pixel_t *p, int32_t c0,
+                                      int32_t count, int32_t *acc)
+{
+    dw_chunk(width, p, c0, count, acc);
+}
+
+static void dw_pixel_chunk(int32_t width, int32_t k, const dw_pixel_t *p, int32_t c0,
+                           int32_t count, int32_t *acc)
+{
+    if (width == 3 && k == 3) {
+        dw_chunk3(p, c0, count, acc);
+    } else if (width == 5 && k == 5) {
+        dw_chunk5(p, c0, count, acc);
+    } else if (width == 7 && k == 7) {
+        dw_chunk7(p, c0, count, acc);
+    } else {
+        dw_chunk_any(width, p, c0, count, acc);
     }
 }
 
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                           int32_t col, int32_t r0, int32_t r1)
 {
+    const int32_t k = l->kernel, c = l->in_c;
+    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
     const msf_window_t cw = msf_window(l, r0, col);
     const int8_t *cols[MSF_MAX_KERNEL];
     msf_window_columns(in, &cw, cols);
-    const int32_t width = cw.x1 - cw.x0, rs = in->row_stride;
-    for (int32_t row = r0; row < r1; row++) {
+    const int32_t width = cw.x1 - cw.x0, rs = in->row_stride, ors = out->row_stride;
+    dw_pixel_t p[2];
+    for (int32_t i = 0; i < 2; i++) {
+        p[i].bias = l->bias;
+        p[i].row_stride = rs;
+        p[i].kc = k * c;
+        p[i].c = c;
+        p[i].offset = l->in_offset;
+    }
+    int32_t acc[2 * MSF_DW_CHUNK];
+    int8_t *o = msf_pixel(out, r0, col);
+    for (int32_t row = r0; row < r1;) {
         const msf_window_t w = msf_window(l, row, col);
-        /* offset of the pixel's first valid tap row from the cols[] pointers (row r0's) */
-        const int32_t top = (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
-        int8_t *o = msf_pixel(out, row, col);
-        if (width == 3 && l->kernel == 3) {
-            dw_pixel(3, l, cols, &w, top, rs, o);
-        } else if (width == 5 && l->kernel == 5) {
-            dw_pixel(5, l, cols, &w, top, rs, o);
-        } else if (width == 7 && l->kernel == 7) {
-            dw_pixel(7, l, cols, &w, top, rs, o);
-        } else {
-            dw_pixel(width, l, cols, &w, top, rs, o);
+        const msf_window_t w2 = msf_window(l, row + 1, col);
+        /* pair with the next row when its window is clipped alike */
+        const int pair = row + 1 < r1 && w2.y0 == w.y0 && w2.y1 == w.y1;
+        for (int32_t i = 0; i <= pair; i++) {
+            /* offset of the pixel's first valid tap row from the cols[] pointers (row r0's) */
+            p[i].cols = cols + cw.x0;
+            p[i].top = (w.in_row + i * l->stride + w.y0 - (cw.in_row + cw.y0)) * rs;
+            p[i].rows = w.y1 - w.y0;
+            p[i].w = l->weights + (w.y0 * k + cw.x0) * c;
         }
-        MSF_COUNT((w.y1 - w.y0) * width * l->in_c);
+        for (int32_t c0 = 0; c0 < c; c0 += MSF_DW_CHUNK) {
+            const int32_t count = c - c0 < MSF_DW_CHUNK ? c - c0 : MSF_DW_CHUNK;
+            for (int32_t i = 0; i <= pair; i++) {
+                dw_pixel_chunk(width, k, &p[i], c0, count, acc + i);
+            }
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
+        }
+        MSF_COUNT((1 + pair) * (w.y1 - w.y0) * width * c);
+        row += 1 + pair;
+        o += (1 + pair) * ors;
     }
 }
