@@ -38,6 +38,23 @@ def _schemes(args) -> tuple[str, ...] | None:
     return names
 
 
+def _add_io_options(p: argparse.ArgumentParser, run: bool = False) -> None:
+    """How the network input and output meet the caller: whole buffers, or streamed (input rows
+    from a source callback, output pixels to a sink; the arena then holds what they need)."""
+    names = ("--input-mode",) if run else ("--input", "--input-mode")   # run: --input is a file
+    p.add_argument(*names, dest="input_mode", choices=("buffer", "stream"), default="buffer",
+                   help="network input: the caller's buffer, or rows pulled from a callback")
+    p.add_argument("--output-mode", choices=("buffer", "stream"), default="buffer",
+                   help="network output: the caller's buffer, or pixels handed to a callback")
+
+
+def _streamed(model, args):
+    """The model with the I/O modes of the command line."""
+    from dataclasses import replace
+    return replace(model, stream_input=args.input_mode == "stream",
+                   stream_output=args.output_mode == "stream")
+
+
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--calibration", metavar="FILE|DIR", help="float models: real inputs to "
                    "calibrate on (.npy/.npz images HWC or batches NHWC, or a folder of them)")
@@ -49,12 +66,13 @@ def _quantized_from_args(args):
     from .model.calibration import parse_input_range
     from .verify import quantized_model
     input_range = None if args.input_range is None else parse_input_range(args.input_range)
-    return quantized_model(args.model, args.calibration, input_range)
+    return _streamed(quantized_model(args.model, args.calibration, input_range), args)
 
 
 def _solve_from_args(args):
     from .fusion.planner import plan_model
-    return plan_model(args.model, objective=args.objective,
+    from .model import load_model
+    return plan_model(_streamed(load_model(args.model), args), objective=args.objective,
                       max_overhead=parse_max_overhead(args.max_overhead),
                       ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
                       cost_model=args.cost_model, board=args.board, schemes=_schemes(args))
@@ -195,6 +213,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve_options(p)
     _add_schemes_option(p)
     p.add_argument("--json", action="store_true", help="print the plan JSON")
+    _add_io_options(p)
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
@@ -214,6 +233,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_calibration_options(p)
     p.add_argument("--json", action="store_true")
     _add_schemes_option(p)
+    _add_io_options(p)
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("generate", help="write msf_model.h/.c and plan.json for a plan")
@@ -221,6 +241,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, help="output directory")
     _add_calibration_options(p)
     _add_schemes_option(p)
+    _add_io_options(p)
     p.set_defaults(func=cmd_generate)
 
     p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
@@ -229,6 +250,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", required=True, help=".npy output (int8)")
     _add_calibration_options(p)
     _add_schemes_option(p)
+    _add_io_options(p, run=True)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("export", help="write the quantized model as a .tflite")

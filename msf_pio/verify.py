@@ -90,7 +90,7 @@ def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
         "macs_counted": runs[0]["macs_counted"],
         "macs_predicted": plan.macs,
         "sanitizer_clean": all(r["sanitizer_clean"] for r in runs) if sanitize else None,
-        "io_bytes": int(np.prod(model.input_shape) + np.prod(model.output_shape)),
+        "io_bytes": plan.io_bytes,          # the caller's buffers (none for streamed tensors)
         "runs": runs,
     }
     result["ok"] = (result["matches_reference"] and result["matches_unfused"]

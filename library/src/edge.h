@@ -122,8 +122,38 @@ static inline void msf_head_finish(const msf_block_t *b, int8_t *arena, int8_t *
     msf_emit(b, sink, 0, 0, out, b->layers[b->n + b->head - 1].out_c);
 }
 
+/* Makes room for row `row` in the ring view v of `capacity` rows holding rows row0 .. row - 1.
+ * The ring keeps its rows contiguous and in order, so the column kernels read a window's rows
+ * with one row stride as in a whole tensor: when a new row does not fit, the rows still held
+ * slide to the front of the ring (a memmove of capacity - 1 rows). */
+static inline void msf_ring_admit(msf_view_t *v, int32_t capacity, int32_t row)
+{
+    if (row - v->row0 < capacity) {
+        return;
+    }
+    const int32_t row0 = row - capacity + 1;
+    memmove(v->base, v->base + (row0 - v->row0) * v->row_stride,
+            (size_t)(capacity - 1) * (size_t)v->row_stride);
+    v->row0 = row0;
+}
+
+/* A streamed input: pulls its rows up to `row` (clipped to the input) into the ring view v,
+ * in order; *pulled is the last row pulled so far. No-op for a whole input. */
+static inline void msf_pull_rows(const msf_block_t *b, const msf_source_t *source,
+                                 msf_view_t *v, int32_t *pulled, int32_t row)
+{
+    const int32_t last = b->layers[0].in_h - 1;
+    row = row < last ? row : last;
+    while (b->in_rows && *pulled < row) {
+        ++*pulled;
+        msf_ring_admit(v, b->in_rows, *pulled);
+        source->fn(*pulled, msf_pixel(v, *pulled, 0), source->ctx);
+    }
+}
+
 /* The line-buffer executor of a fusion block (line_buffer.c). */
 void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
-                         const int8_t *input, const msf_sink_t *sink);
+                         const int8_t *input, const msf_sink_t *sink,
+                         const msf_source_t *source);
 
 #endif /* MSF_EDGE_H */

@@ -3,7 +3,8 @@
  * is tile_rows output rows (msf-CNN: one). Within a tile it sweeps the columns left to right and
  * every layer computes its output column (the rows the tile needs of it) on demand, reading its
  * input from a column ring (or, for the block's first layer, from the whole input tensor). The
- * rows two tiles share are recomputed for each; columns are cached. The Python twin of this
+ * rows two tiles share are recomputed for each; columns are cached. A streamed network input
+ * enters a ring of whole rows a tile's rows at a time (tiles only move down). The Python twin of this
  * schedule is msf_pio/fusion/exact_cost.py, which sizes the rings by simulating this order. */
 #include "edge.h"
 
@@ -40,13 +41,16 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
 }
 
 void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output,
-                  const msf_sink_t *sink)
+                  const msf_sink_t *sink, const msf_source_t *source)
 {
     const msf_layer_t *L = b->layers;
     int8_t *in = msf_locate(arena, b->in_offset, input);
     int8_t *out = b->out_offset == MSF_EXTERNAL ? output : arena + b->out_offset;
     const int32_t n = b->n;
+    int32_t pulled = -1;
     if (n == 0) {                                  /* a single head layer */
+        msf_view_t whole = msf_whole_view(in, L[0].in_w, L[0].in_c);
+        msf_pull_rows(b, source, &whole, &pulled, INT32_MAX);   /* its ring: every row */
         if (L[0].op == MSF_GLOBAL_AVGPOOL) {
             msf_global_avgpool(&L[0], in, out);
         } else {
@@ -56,7 +60,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         return;
     }
     if (b->scheme == MSF_LINE_BUFFER) {
-        msf_run_line_buffer(b, arena, in, out, input, sink);
+        msf_run_line_buffer(b, arena, in, out, input, sink, source);
         return;
     }
     const msf_layer_t *last = &L[n - 1];
@@ -77,7 +81,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
      * cached); a single layer writing a whole tensor is one tile of all its rows, so every
      * kernel call computes a whole output column and the bookkeeping below runs once. */
     const int staged = b->head || b->stream;
-    const int32_t tile_rows = n == 1 && !staged ? last->out_h
+    const int32_t tile_rows = n == 1 && !staged && !b->in_rows ? last->out_h
                               : b->tile_rows > 1 ? b->tile_rows : 1;
     for (int32_t y = 0; y < last->out_h; y += tile_rows) {
         /* rows each tensor provides for this tile row: back-propagate, hull over consumers */
@@ -109,6 +113,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         if (staged) {
             view[n].row0 = y;
         }
+        msf_pull_rows(b, source, &view[0], &pulled, hi[0] - 1);   /* the tile's input rows */
         for (int32_t l = 0; l < n; l++) {
             next[l] = 0;
         }
@@ -130,6 +135,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
             }
         }
     }
+    msf_pull_rows(b, source, &view[0], &pulled, INT32_MAX);   /* rows no tile reads */
     if (b->head) {
         msf_head_finish(b, arena, out, sink);
     }

@@ -1,25 +1,13 @@
 /* The line-buffer executor of a fusion block: every layer produces its output rows in order,
  * each over the full width, on demand (msf_ready_layer with rows), so nothing is recomputed.
  * An internal tensor lives in a ring of whole rows sized by msf_pio/fusion/line_buffer.py, which
- * simulates exactly this order. The ring keeps its rows contiguous and in order, so the column
- * kernels read a window's rows with one row stride as in a whole tensor: when a new row does not
- * fit, the rows still held slide to the front of the ring (a memmove of at most k - 1 rows). */
+ * simulates exactly this order (msf_ring_admit keeps a ring's rows contiguous). A streamed
+ * network input enters its ring a row at a time, just before the first layer reads it. */
 #include "edge.h"
 
-/* Makes room for row `row` in the ring view v of `capacity` rows holding rows row0 .. row - 1. */
-static void ring_admit(msf_view_t *v, int32_t capacity, int32_t row)
-{
-    if (row - v->row0 < capacity) {
-        return;
-    }
-    const int32_t row0 = row - capacity + 1;
-    memmove(v->base, v->base + (row0 - v->row0) * v->row_stride,
-            (size_t)(capacity - 1) * (size_t)v->row_stride);
-    v->row0 = row0;
-}
-
 void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
-                         const int8_t *input, const msf_sink_t *sink)
+                         const int8_t *input, const msf_sink_t *sink,
+                         const msf_source_t *source)
 {
     const msf_layer_t *L = b->layers;
     const int32_t n = b->n;
@@ -27,7 +15,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     const int staged = b->head || b->stream;       /* the last layer's pixels go one by one */
     msf_view_t view[n + 1];                        /* local tensor t = input of layer t */
     msf_view_t skip[n];                            /* adds: skip inputs made before the block */
-    int32_t capacity[n], produced[n + 1], next[n];
+    int32_t capacity[n], produced[n + 1], next[n], pulled = -1;
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
@@ -49,8 +37,12 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             if (L[l].op == MSF_ADD) {
                 in2 = L[l].skip >= b->first ? &view[L[l].skip - b->first] : &skip[l];
             }
+            if (l == 0) {
+                msf_pull_rows(b, source, &view[0], &pulled,
+                              msf_last_input(&L[0], row, L[0].pad_top, L[0].in_h));
+            }
             if (l < n - 1) {
-                ring_admit(&view[l + 1], capacity[l + 1], row);
+                msf_ring_admit(&view[l + 1], capacity[l + 1], row);
             }
             if (l == n - 1 && staged) {
                 view[n].row0 = row;
@@ -65,6 +57,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             next[l] = row + 1;
         }
     }
+    msf_pull_rows(b, source, &view[0], &pulled, INT32_MAX);   /* rows no window reads */
     if (b->head) {
         msf_head_finish(b, arena, out, sink);
     }

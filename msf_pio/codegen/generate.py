@@ -134,6 +134,9 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     for b in el.scratch:
         if b["kind"] == "ring":
             rings.append(f"{{{offset}, {b['rows']}, {b['cols']}}}")
+        elif b["kind"] == "input":          # a streamed input's ring of rows
+            fields["in_offset"] = offset
+            fields["in_rows"] = b["rows"]
         elif b["kind"] == "staging":
             fields["staging_offset"] = offset
         else:
@@ -165,7 +168,7 @@ def generate(model: Model, plan: Plan, measure: bool = False) -> Sources:
         for mv in el.moves:
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
-        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output, &sink);")
+        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output, sink, source);")
         steps.append("    MSF_EDGE_DONE(" + str(k) + ");")
     header = _header(model, plan, layout, measure)
     source = "\n".join([
@@ -203,9 +206,13 @@ def generate(model: Model, plan: Plan, measure: bool = False) -> Sources:
         "uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output)",
         "{",
         "    uint32_t high_water = 0;",
+        *(["    const msf_sink_t sink = {msf_discard, 0};",
+           "    const msf_source_t source = " + _source_init(model) + ";"]
+          if model.stream_output else []),
         "    memset(msf_written, 0, sizeof msf_written);",
         "    for (msf_pass = 0; msf_pass < 2; msf_pass++) {",
-        ("        msf_model_run_stream(input, msf_discard, 0);" if model.stream_output else
+        ("        msf_model_execute(" + ("0" if model.stream_input else "input") +
+         ", 0, &sink, &source);" if model.stream_output else
          "        msf_model_run(input, output);"),
         "    }",
         "    msf_pass = -1;",
@@ -222,36 +229,52 @@ def generate(model: Model, plan: Plan, measure: bool = False) -> Sources:
     return Sources(header, source, layout)
 
 
+def _source_init(model: Model) -> str:
+    """The msf_source_t that reads a streamed input's rows from the caller's buffer `input`."""
+    return "{msf_copy_row, (void *)(uintptr_t)input}" if model.stream_input else "{0, 0}"
+
+
 def _entry_points(model: Model, steps: list[str]) -> list[str]:
-    """msf_model_run, and for a streamed output msf_model_run_stream (msf_model_run then
-    collects the pixels into the caller's buffer)."""
-    if not model.stream_output:
-        return ["int msf_model_run(const int8_t *input, int8_t *output)", "{",
-                "    const msf_sink_t sink = {0, 0};", *steps, "    return 0;", "}", ""]
-    w = model.output_shape[1]
-    return [
-        "int msf_model_run_stream(const int8_t *input,",
-        "                         void (*fn)(int32_t row, int32_t col, const int8_t *pixel,",
-        "                                    int32_t channels, void *ctx),",
-        "                         void *ctx)",
-        "{",
-        "    const msf_sink_t sink = {fn, ctx};",
-        "    int8_t *output = 0;",
-        *steps,
-        "    return 0;",
-        "}",
-        "",
-        "static void msf_collect(int32_t row, int32_t col, const int8_t *pixel, int32_t channels,",
-        "                        void *ctx)",
-        "{",
-        f"    memcpy((int8_t *)ctx + (row * {w} + col) * channels, pixel, (size_t)channels);",
-        "}",
-        "",
-        "int msf_model_run(const int8_t *input, int8_t *output)",
-        "{",
-        "    return msf_model_run_stream(input, msf_collect, output);",
-        "}",
-        ""]
+    """msf_model_execute (the schedule), msf_model_run on whole buffers, and for a streamed
+    output msf_model_run_stream (pixels to a sink), for a streamed input msf_model_run_streamed
+    (rows from a source, and pixels to a sink if the output is streamed too). msf_model_run
+    serves streamed tensors from and into the caller's buffers."""
+    si, so = model.stream_input, model.stream_output
+    _, w, c = model.input_shape
+    ow = model.output_shape[1]
+    sink_fn = ("void (*fn)(int32_t row, int32_t col, const int8_t *pixel, int32_t channels, "
+               "void *ctx)")
+    out = ["static int msf_model_execute(const int8_t *input, int8_t *output,",
+           "                             const msf_sink_t *sink, const msf_source_t *source)",
+           "{", *steps, "    return 0;", "}", ""]
+    if si:
+        out += ["static void msf_copy_row(int32_t row, int8_t *dst, void *ctx)", "{",
+                f"    memcpy(dst, (const int8_t *)ctx + row * {w * c}, {w * c});", "}", ""]
+    if so:
+        out += ["static void msf_collect(int32_t row, int32_t col, const int8_t *pixel, "
+                "int32_t channels,", "                        void *ctx)", "{",
+                f"    memcpy((int8_t *)ctx + (row * {ow} + col) * channels, pixel, "
+                "(size_t)channels);", "}", ""]
+    sink = "{msf_collect, output}" if so else "{0, 0}"
+    out += ["int msf_model_run(const int8_t *input, int8_t *output)", "{",
+            f"    const msf_sink_t sink = {sink};",
+            f"    const msf_source_t source = {_source_init(model)};",
+            f"    return msf_model_execute({'0' if si else 'input'}, {'0' if so else 'output'}, "
+            "&sink, &source);", "}", ""]
+    if so and not si:
+        out += ["int msf_model_run_stream(const int8_t *input,", f"    {sink_fn},", "    void *ctx)",
+                "{", "    const msf_sink_t sink = {fn, ctx};",
+                "    const msf_source_t source = {0, 0};",
+                "    return msf_model_execute(input, 0, &sink, &source);", "}", ""]
+    if si:
+        row_fn = "void (*row_fn)(int32_t row, int8_t *dst, void *row_ctx), void *row_ctx"
+        tail = f"    {sink_fn},\n    void *ctx)" if so else "    int8_t *output)"
+        out += [f"int msf_model_run_streamed({row_fn},", tail, "{",
+                "    const msf_sink_t sink = " + ("{fn, ctx}" if so else "{0, 0}") + ";",
+                "    const msf_source_t source = {row_fn, row_ctx};",
+                f"    return msf_model_execute(0, {'0' if so else 'output'}, &sink, &source);",
+                "}", ""]
+    return out
 
 
 def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
@@ -360,8 +383,23 @@ extern const msf_model_info_t msf_model_info;
  * Not reentrant (one static arena). Returns 0. */
 int msf_model_run(const int8_t *input, int8_t *output);
 
+#define MSF_MODEL_STREAM_INPUT {int(model.stream_input)}
 #define MSF_MODEL_STREAM_OUTPUT {int(model.stream_output)}
-#if MSF_MODEL_STREAM_OUTPUT
+#if MSF_MODEL_STREAM_INPUT && MSF_MODEL_STREAM_OUTPUT
+/* Runs the model pulling the input row by row: row_fn writes input row `row` (MSF_MODEL_INPUT_W
+ * x MSF_MODEL_INPUT_C values) to dst, asked once per row, in order; every output pixel goes to
+ * fn. Neither the input nor the output is ever whole in RAM (the arena keeps a few rows). */
+int msf_model_run_streamed(void (*row_fn)(int32_t row, int8_t *dst, void *row_ctx), void *row_ctx,
+                           void (*fn)(int32_t row, int32_t col, const int8_t *pixel,
+                                      int32_t channels, void *ctx),
+                           void *ctx);
+#elif MSF_MODEL_STREAM_INPUT
+/* Runs the model pulling the input row by row: row_fn writes input row `row` (MSF_MODEL_INPUT_W
+ * x MSF_MODEL_INPUT_C values) to dst, asked once per row, in order; the arena keeps the rows
+ * the first edge still reads. output: int8 (MSF_MODEL_OUTPUT_BYTES). */
+int msf_model_run_streamed(void (*row_fn)(int32_t row, int8_t *dst, void *row_ctx), void *row_ctx,
+                           int8_t *output);
+#elif MSF_MODEL_STREAM_OUTPUT
 /* Runs the model handing every output pixel (row, col, MSF_MODEL_OUTPUT_C values) to fn: the
  * whole output never exists in RAM; the arena stages one pixel. */
 int msf_model_run_stream(const int8_t *input,

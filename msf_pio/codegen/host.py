@@ -25,6 +25,31 @@ HARNESS = r"""
 #include "msf_model.h"
 #include "msf/runtime.h"
 
+#if MSF_MODEL_STREAM_INPUT && !defined(MSF_MEASURE_ARENA)
+/* A streamed input's rows from the input buffer, checking that each is asked once, in order. */
+typedef struct {
+    const int8_t *input;
+    long calls, next;
+    int in_order;
+} rows_t;
+
+static void pull_row(int32_t row, int8_t *dst, void *ctx)
+{
+    rows_t *r = ctx;
+    r->in_order &= row == r->next;
+    r->next = row + 1;
+    r->calls++;
+    memcpy(dst, r->input + (long)row * MSF_MODEL_INPUT_W * MSF_MODEL_INPUT_C,
+           MSF_MODEL_INPUT_W * MSF_MODEL_INPUT_C);
+}
+#endif
+#if MSF_MODEL_STREAM_INPUT && MSF_MODEL_STREAM_OUTPUT && !defined(MSF_MEASURE_ARENA)
+static void collect(int32_t row, int32_t col, const int8_t *pixel, int32_t channels, void *ctx)
+{
+    memcpy((int8_t *)ctx + (row * MSF_MODEL_OUTPUT_W + col) * channels, pixel, (size_t)channels);
+}
+#endif
+
 /* msf host harness: input bytes from argv[1], output bytes to argv[2], figures on stdout */
 int main(int argc, char **argv)
 {
@@ -41,6 +66,15 @@ int main(int argc, char **argv)
     fclose(f);
 #ifdef MSF_MEASURE_ARENA
     printf("arena_measured=%lu\n", (unsigned long)msf_model_measure_arena(input, output));
+    msf_model_run(input, output);      /* the output too (measuring discards a streamed one) */
+#elif MSF_MODEL_STREAM_INPUT
+    rows_t rows = {input, 0, 0, 1};
+#if MSF_MODEL_STREAM_OUTPUT
+    msf_model_run_streamed(pull_row, &rows, collect, output);
+#else
+    msf_model_run_streamed(pull_row, &rows, output);
+#endif
+    printf("rows_pulled=%ld\nrows_in_order=%d\n", rows.calls, rows.in_order);
 #else
     msf_model_run(input, output);
 #endif

@@ -20,7 +20,9 @@ H-cache, which the C fused-block executor follows step for step:
   the last feature map is never stored whole.
 - A residual skip tensor made before an edge and added during or after it stays alive in the arena;
   an add writes its output in place over such a skip tensor.
-- The network input and output live in the caller's buffers (workspace excludes them).
+- The network input and output live in the caller's buffers (workspace excludes them), unless
+  streamed: a streamed input keeps the rows the first edge reads in a ring (stream_input.py),
+  a streamed output stages one pixel.
 Buffers are packed byte-exact (no alignment padding): the int32 sums are read and written with
 memcpy, so every arena byte of the peak edge is really written and measurable by painting.
 """
@@ -33,6 +35,7 @@ import numpy as np
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Layer, Model
+from . import stream_input
 from .edge import Edge
 
 NAME = "exact"
@@ -245,7 +248,8 @@ def _edge_ram(model: Model, first: int, last: int, scratch: list[dict]) -> tuple
 
 
 def _single(model: Model, i: int) -> Edge:
-    ram, detail = _edge_ram(model, i, i, [])
+    ring = stream_input.input_ring(model, stream_input.window_rows(model)) if i == 0 else []
+    ram, detail = _edge_ram(model, i, i, ring)
     return Edge(i, i, ram, layer_macs(model.layers[i]), "single", detail)
 
 
@@ -288,6 +292,7 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
     (parallel edges)."""
     from .line_buffer import row_sweep      # it builds on this module's geometry
     _check(model)
+    stream_input.check(model)
     out = [_single(model, i) for i in range(model.n_layers)]
     for end, layer in enumerate(model.layers):
         if layer.op not in ir.SPATIAL_OPS:
@@ -306,11 +311,17 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
             else None
         rings = {t: s.rings(model) for t, s in scheds.items()}
         for first in range(end, lowest - 1, -1):
+            # the first edge of a streamed input also keeps the input rows it reads (a tile's
+            # rows under the H-cache, one window of the first layer under the line buffer)
+            streamed = model.stream_input and first == 0
             options = [("h-cache" if t == 1 else "tiles", t, s.layer_macs,
-                        rings[t][first - lowest:]) for t, s in scheds.items()
-                       if t == 1 or first < end]
+                        (stream_input.input_ring(model, s.ring_rows(0)) if streamed else []) +
+                        rings[t][first - lowest:])
+                       for t, s in scheds.items() if t == 1 or first < end]
             if sweep is not None and first < end:
-                options.append(("line-buffer", 1, sweep.layer_macs, sweep.rings(model, first)))
+                options.append(("line-buffer", 1, sweep.layer_macs,
+                                (stream_input.input_ring(model, stream_input.window_rows(model))
+                                 if streamed else []) + sweep.rings(model, first)))
             for last in tails:
                 if last == first:
                     continue

@@ -85,7 +85,8 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
             add({"dense.outputs": layer.cout})
     if end < first:
         return counts
-    stream = model.stream_output and last + 1 == model.n_layers
+    stream = (model.stream_output and last + 1 == model.n_layers) or \
+        (model.stream_input and first == 0)          # a streamed input: a row per tile
     if end == first:                                  # a single spatial layer
         layer = layers[first]
         oh, ow = layer.out_shape[:2]

@@ -20,6 +20,8 @@ class Plan:
     reason: str = ""
     layer_names: list[str] = field(default_factory=list, repr=False)
     stream_output: bool = False
+    stream_input: bool = False
+    io_bytes: int = 0                         # the caller's input and output buffers
     board: str | None = None                  # latency predicted for this board (if any)
     predicted_instructions: int | None = None # = cycles under QEMU -icount
     f_cpu: int = 0
@@ -29,7 +31,9 @@ class Plan:
         plan = cls(model=graph.model.name, cost_model=graph.cost_model, objective=objective,
                    blocks=path or [], unfused_macs=graph.unfused_macs,
                    layer_names=[l.name for l in graph.model.layers],
-                   stream_output=graph.model.stream_output, **opts)
+                   stream_output=graph.model.stream_output,
+                   stream_input=graph.model.stream_input, io_bytes=_io_bytes(graph.model),
+                   **opts)
         if path is None:
             plan.mark_infeasible("no plan satisfies the constraints")
         return plan
@@ -82,7 +86,9 @@ class Plan:
             "max_overhead": None if math.isinf(self.max_overhead) else self.max_overhead,
             "ram_limit": None if self.ram_limit is None or math.isinf(self.ram_limit)
             else int(self.ram_limit),
+            "input": "stream" if self.stream_input else "buffer",
             "output": "stream" if self.stream_output else "buffer",
+            "io_bytes": self.io_bytes,
             "feasible": self.feasible,
             **({"reason": self.reason} if not self.feasible else {}),
             "peak_ram_bytes": self.peak_ram if self.feasible else None,
@@ -104,3 +110,10 @@ def _num(x) -> str:
     if x is None or (isinstance(x, float) and math.isinf(x)):
         return "inf"
     return f"{x:g}"
+
+
+def _io_bytes(model) -> int:
+    """Bytes of the caller's buffers: the input and output, unless streamed (a streamed tensor
+    lives in the arena: the input rows the first edge reads, one output pixel)."""
+    return (0 if model.stream_input else model.tensor_bytes(0)) + \
+        (0 if model.stream_output else model.tensor_bytes(model.n_layers))

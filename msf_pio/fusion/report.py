@@ -26,6 +26,10 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
     fused = sum(1 for e in plan.blocks if e.fused)
     lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
                  f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
+    modes = f"input {'stream' if plan.stream_input else 'buffer'}, " \
+        f"output {'stream' if plan.stream_output else 'buffer'}"
+    lines.append(f"workspace {plan.peak_ram} B + I/O {plan.io_bytes} B = "
+                 f"{plan.peak_ram + plan.io_bytes} B ({modes})")
     if plan.predicted_instructions is not None:
         time = f" = {plan.predicted_us / 1000:.1f} ms at {plan.f_cpu / 1e6:g} MHz" \
             if plan.predicted_us is not None else ""

@@ -121,6 +121,9 @@ class Model:
     # The output handed to a sink pixel by pixel (the paper's uncounted output, made honest):
     # the arena then holds one output pixel instead of the caller holding the whole tensor.
     stream_output: bool = False
+    # The input pulled row by row from a source (a camera): the first edge keeps the input rows
+    # it still needs in an arena ring instead of the caller holding the whole tensor.
+    stream_input: bool = False
 
     @property
     def n_layers(self) -> int:

@@ -37,6 +37,7 @@ class Options:
     measure: bool = False           # arena painting compiled in (test, emulated or asked)
     calibration: str | None = None  # float models: .npy/.npz file or folder of real inputs
     input_range: tuple | None = None  # float models without calibration data: input range
+    input: str = "buffer"           # buffer | stream (rows pulled from a source callback)
 
     def key(self) -> dict:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -70,6 +71,7 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
                                           "custom_msf_max_overhead")
         limit = (get("custom_msf_ram_limit", "auto") or "auto").strip()
         output = (get("custom_msf_output", "buffer") or "buffer").strip()
+        stream_in = (get("custom_msf_input", "buffer") or "buffer").strip()
         if limit == "auto":
             if not facts.ram:
                 raise fail("custom_msf_ram_limit", "auto needs the board's RAM size "
@@ -84,6 +86,8 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
         raise fail("custom_msf_cost_model", f"must be exact or paper, got {cost_model!r}")
     if output not in ("buffer", "stream"):
         raise fail("custom_msf_output", f"must be buffer or stream, got {output!r}")
+    if stream_in not in ("buffer", "stream"):
+        raise fail("custom_msf_input", f"must be buffer or stream, got {stream_in!r}")
     measure = (get("custom_msf_measure", "auto") or "auto").strip()
     if measure not in ("auto", "yes", "no"):
         raise fail("custom_msf_measure", f"must be auto, yes or no, got {measure!r}")
@@ -102,7 +106,7 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
             raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
-                   calibration, input_range)
+                   calibration, input_range, stream_in)
 
 
 def _source_digest() -> str:
@@ -163,7 +167,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     from .golden import golden_sources
 
     model = quantized_model(options.model, options.calibration, options.input_range)
-    model = replace(model, stream_output=options.output == "stream")
+    model = replace(model, stream_output=options.output == "stream",
+                    stream_input=options.input == "stream")
     board = facts.board
     io_bytes = 0 if model.stream_output else int(np.prod(model.output_shape))
     ram_limit = options.ram_limit
@@ -207,7 +212,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         _write_if_changed(lib / name, text)
     summary = {
         "model": model.name, "plan": plan.label, "objective": plan.objective,
-        "cost_model": options.cost_model, "output": options.output,
+        "cost_model": options.cost_model, "output": options.output, "input": options.input,
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
         "blocks": [[e.first, e.last, e.label] for e in plan.blocks if e.fused],
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),

@@ -3,9 +3,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..model import ir
 from ..model.ir import Model
 from . import h_cache, line_buffer
 from .executor import run_layer
+from .stream_input import StreamedInput
 
 
 def ring_sizes(edge) -> dict[int, tuple[int, int]]:
@@ -14,18 +16,41 @@ def ring_sizes(edge) -> dict[int, tuple[int, int]]:
             if b["kind"] == "ring"}
 
 
-def run_plan(model: Model, blocks, x: np.ndarray) -> np.ndarray:
+def run_plan(model: Model, blocks, x: np.ndarray, source=None) -> np.ndarray:
     """The network output of a plan: line-buffer blocks row by row, H-cache blocks (tiles of
-    one or more rows) column by column, through rings of the edge's sizes; single layers whole."""
-    tensors = {0: np.asarray(x)}
+    one or more rows) column by column, through rings of the edge's sizes; single layers whole.
+    A streamed input (model.stream_input) is pulled from source(row) (default: x's rows) into
+    the first edge's input ring."""
+    tensors = {0: np.asarray(x) if x is not None else None}
+    if model.stream_input:
+        tensors[0] = StreamedInput(source or (lambda y: x[y]), model.input_shape,
+                                   input_ring_rows(blocks[0]))
     for e in blocks:
-        rings = ring_sizes(e)
-        if e.scheme == "line-buffer":
-            rows = {t: r for t, (r, _) in rings.items()}
-            tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors)
-        elif e.fused:
-            tensors[e.last + 1], _ = h_cache.run_block(model, e.first, e.last, e.tile_rows,
-                                                       rings, tensors)
-        else:
-            tensors[e.first + 1] = run_layer(model, e.first, tensors)
+        run_edge(model, e, tensors)
+    if model.stream_input:
+        tensors[0].pull(model.input_shape[0])         # rows no window reads: pulled, dropped
     return tensors[model.n_layers]
+
+
+def input_ring_rows(edge) -> int:
+    """Rows of the streamed input's ring of a first edge."""
+    return next(b["rows"] for b in edge.detail["scratch"] if b["kind"] == "input")
+
+
+def run_edge(model: Model, e, tensors: dict) -> None:
+    """Adds tensor e.last + 1 to `tensors`. A single window layer on a streamed input runs row
+    by row (as the C runtime does), a head layer on it reads every row."""
+    rings = ring_sizes(e)
+    streamed = isinstance(tensors.get(e.first), StreamedInput)
+    if streamed and not e.fused and model.layers[e.first].op in ir.SPATIAL_OPS:
+        tensors[e.first + 1], _ = line_buffer.run_block(model, e.first, e.last, {}, tensors)
+    elif streamed and not e.fused:
+        tensors[e.first + 1] = run_layer(model, e.first, {0: tensors[0].whole()})
+    elif e.scheme == "line-buffer":
+        rows = {t: r for t, (r, _) in rings.items()}
+        tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors)
+    elif e.fused:
+        tensors[e.last + 1], _ = h_cache.run_block(model, e.first, e.last, e.tile_rows,
+                                                   rings, tensors)
+    else:
+        tensors[e.first + 1] = run_layer(model, e.first, tensors)

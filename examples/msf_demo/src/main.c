@@ -37,11 +37,39 @@ static void check_pixel(int32_t row, int32_t col, const int8_t *pixel, int32_t c
 static int8_t output[MSF_MODEL_OUTPUT_BYTES];
 #endif
 
+#if MSF_MODEL_STREAM_INPUT
+/* A camera stand-in: the golden input's rows; a row asked twice or out of order is a mismatch. */
+typedef struct {
+    msf_check_t *check;
+    int32_t next;          /* the row expected next */
+} msf_rows_t;
+
+static void golden_row(int32_t row, int8_t *dst, void *ctx)
+{
+    msf_rows_t *r = (msf_rows_t *)ctx;
+    const int32_t n = MSF_MODEL_INPUT_W * MSF_MODEL_INPUT_C;
+    r->check->mismatches += row != r->next;
+    r->next = row + 1;
+    for (int32_t i = 0; i < n; i++) {
+        dst[i] = msf_golden_input[row * n + i];
+    }
+}
+#endif
+
 /* Runs the model once on the golden input; returns the check of its output. */
 msf_check_t msf_demo_run(void)
 {
     msf_check_t c = {0xFFFFFFFFu, 0, 0};
+#if MSF_MODEL_STREAM_INPUT
+    msf_rows_t rows = {&c, 0};
 #if MSF_MODEL_STREAM_OUTPUT
+    msf_model_run_streamed(golden_row, &rows, check_pixel, &c);
+#else
+    msf_model_run_streamed(golden_row, &rows, output);
+    check_bytes(&c, output, MSF_MODEL_OUTPUT_BYTES);
+#endif
+    c.mismatches += rows.next != MSF_MODEL_INPUT_H;       /* every row pulled */
+#elif MSF_MODEL_STREAM_OUTPUT
     msf_model_run_stream(msf_golden_input, check_pixel, &c);
 #else
     msf_model_run(msf_golden_input, output);

@@ -71,6 +71,13 @@ typedef struct {
     void *ctx;
 } msf_sink_t;
 
+/* Pulls a streamed network input row by row (a camera's rows): writes row `row` (width x
+ * channels int8 values) to dst. The runtime asks for every row exactly once, in order. */
+typedef struct {
+    void (*fn)(int32_t row, int8_t *dst, void *ctx);
+    void *ctx;
+} msf_source_t;
+
 /* How a fusion block caches its internal tensors. */
 enum msf_scheme {
     MSF_H_CACHE = 0,      /* column rings, output rows in tiles of tile_rows rows (msf-CNN:
@@ -87,6 +94,8 @@ typedef struct {
     uint8_t scheme;               /* enum msf_scheme (fusion blocks) */
     uint16_t first;               /* model tensor index of the block input */
     uint16_t tile_rows;           /* H-cache: output rows per tile (0 means 1) */
+    uint16_t in_rows;             /* a streamed network input: rows of its ring at in_offset
+                                   * (0: the input is whole) */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
     const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
@@ -120,9 +129,10 @@ void msf_gap_accumulate(const msf_layer_t *l, const int8_t *pixel, int8_t *sums)
 void msf_gap_finish(const msf_layer_t *l, int8_t *sums, int8_t *out);
 void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out);
 
-/* Runs one edge of the plan; `sink` receives the pixels of a streamed output (stream edges). */
+/* Runs one edge of the plan; `sink` receives the pixels of a streamed output (stream edges),
+ * `source` gives the rows of a streamed input (edges with in_rows). */
 void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output,
-                  const msf_sink_t *sink);
+                  const msf_sink_t *sink, const msf_source_t *source);
 
 /* Arena measurement (instrumented builds): before an edge, every arena byte outside the
  * buffers the edge reads is painted; after it, the bytes that changed are counted. Two passes

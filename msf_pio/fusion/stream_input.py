@@ -1,0 +1,45 @@
+"""A streamed network input: the rows of tensor 0 a plan's first edge keeps in the arena.
+
+The input arrives row by row, in order, from a source callback (a camera); nothing holds it
+whole. The first edge keeps a ring of the input rows it still reads, sized here (the one formula
+the cost model, the code generator and the reference share):
+- a line-buffer block (or a single window layer) computes its first layer row by row: the ring
+  holds one window of input rows (k rows for a k x k layer, one for a 1x1 layer);
+- an H-cache block (tiles of t rows) computes a tile from the input rows its first layer reads
+  for the whole tile: the ring holds the most input rows any tile reads;
+- a single head layer (global pooling, dense) reads the input whole: the ring is every row.
+The rows of consecutive windows and tiles only move down, so every row is pulled exactly once;
+rows no window reads (a stride larger than the kernel) are still pulled, in order, and dropped.
+"""
+from __future__ import annotations
+
+from ..errors import MsfError
+from ..model import ir
+from ..model.ir import Model
+
+KIND = "input"      # the scratch entry of the input ring
+
+
+def check(model: Model) -> None:
+    """The input ring serves the first layer only: no add may read the network input."""
+    if model.stream_input and 0 in model.residuals().values():
+        raise MsfError("a streamed input cannot be a residual skip tensor (an add reads the "
+                       "network input)", source=model.source or model.name, where="input")
+
+
+def window_rows(model: Model) -> int:
+    """Input rows one output row of the first layer reads (a whole input for a head layer)."""
+    from .exact_cost import _row_taps
+    layer = model.layers[0]
+    if layer.op in ir.HEAD_OPS:
+        return model.input_shape[0]
+    return int(_row_taps(layer).max()) if layer.has_window else 1
+
+
+def input_ring(model: Model, rows: int) -> list[dict]:
+    """The scratch entry of an edge reading the streamed input through a ring of `rows` rows
+    (none for a buffered input)."""
+    if not model.stream_input:
+        return []
+    _, w, c = model.input_shape
+    return [{"kind": KIND, "tensor": 0, "rows": rows, "cols": w, "bytes": rows * w * c}]
