@@ -66,7 +66,7 @@ def _quantized_from_args(args):
     from .model.calibration import parse_input_range
     from .verify import quantized_model
     input_range = None if args.input_range is None else parse_input_range(args.input_range)
-    return _streamed(quantized_model(args.model, args.calibration, input_range), args)
+    return quantized_model(args.model, args.calibration, input_range)
 
 
 def _solve_from_args(args):
@@ -134,7 +134,7 @@ def cmd_paper_table1(args) -> int:
 def _codegen_plan(args):
     """Quantized model and the plan the options ask for (exact cost model)."""
     from .verify import plan_for
-    model = _quantized_from_args(args)
+    model = _streamed(_quantized_from_args(args), args)
     plan = plan_for(model, args.objective, parse_max_overhead(args.max_overhead),
                     None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
                     args.cost_model, board=args.board, schemes=_schemes(args))
