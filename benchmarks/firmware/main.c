@@ -23,30 +23,6 @@ static uint32_t crc32(const int8_t *p, uint32_t n)
     return ~crc;
 }
 
-static void put_dec(const char *key, uint64_t v)
-{
-    char text[21];
-    char *p = text + sizeof text;
-    *--p = '\0';
-    do {
-        *--p = (char)('0' + v % 10u);
-        v /= 10u;
-    } while (v);
-    msf_board_puts(key);
-    msf_board_puts(p);
-}
-
-static void put_hex(const char *key, uint32_t v)
-{
-    char text[11] = "0x";
-    for (int i = 0; i < 8; i++) {
-        text[2 + i] = "0123456789abcdef"[(v >> (28 - 4 * i)) & 0xFu];
-    }
-    text[10] = '\0';
-    msf_board_puts(key);
-    msf_board_puts(text);
-}
-
 int main(void)
 {
     msf_board_init();
@@ -62,11 +38,11 @@ int main(void)
         msf_board_puts(msf_model_info.plan);
         msf_board_puts(" board=bench clock=");
         msf_board_puts(msf_board_cycles_source());
-        put_dec(" cycles=", cycles);
-        put_dec(" arena=", msf_model_info.arena_bytes);
-        put_dec(" macs=", msf_model_info.macs);
-        put_hex(" crc=", crc);
-        put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
+        msf_board_put_dec(" cycles=", cycles);
+        msf_board_put_dec(" arena=", msf_model_info.arena_bytes);
+        msf_board_put_dec(" macs=", msf_model_info.macs);
+        msf_board_put_hex(" crc=", crc);
+        msf_board_put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
         msf_board_puts(ok ? " status=ok\n" : " status=mismatch\n");
         msf_board_end_of_run(!ok);
     }
