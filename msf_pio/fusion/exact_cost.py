@@ -178,41 +178,52 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
     return BlockSchedule(end, lowest_first, tile_rows, lo, hi, spans, macs)
 
 
-def _column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict]:
-    """Simulate the demand-driven column sweep of one tile row. Returns the ring columns of
-    every tensor (a ring spans from the oldest column any consumer still needs to the newest
-    produced) and the last column of every tensor that is ever produced (a window with stride
-    > kernel leaves the last input columns unread, so nobody computes them)."""
+def demand_sweep(model: Model, end: int, lowest_first: int, axis: int) -> tuple[dict, dict]:
+    """Simulate the demand-driven sweep of a block along one axis (0: the rows of the line
+    buffer, 1: the columns of one H-cache tile): the block's last layer produces its output
+    positions in order, and every layer computes an input position when a consumer first reads
+    it. Returns every internal tensor's span (from the oldest position a consumer still needs
+    to the newest produced: its ring) and the last position of every tensor ever produced (a
+    window with stride > kernel leaves the last ones unread, so nobody computes them)."""
     layers = model.layers
+    pad = (lambda layer: layer.pad_top) if axis == 0 else (lambda layer: layer.pad_left)
     consumers: dict[int, list[int]] = {}
     for l in range(lowest_first, end + 1):
         for t in _inputs(layers[l], l):
             consumers.setdefault(t, []).append(l)
     produced = {t: -1 for t in range(lowest_first, end + 2)}
-    next_col = {l: 0 for l in range(lowest_first, end + 1)}
+    next_pos = {l: 0 for l in range(lowest_first, end + 1)}
     span = {t: 1 for t in range(lowest_first + 1, end + 2)}
 
-    def width(t: int) -> int:
-        return model.tensor_shape(t)[1]
+    def extent(t: int) -> int:
+        return model.tensor_shape(t)[axis]
 
-    def compute(l: int, x: int) -> None:
-        layer = layers[l]
-        for t in _inputs(layer, l):
+    def reads(l: int, i: int, t: int) -> tuple[int, int]:
+        return _input_range(layers[l], i, extent(t), pad(layers[l]))
+
+    def compute(l: int, i: int) -> None:
+        for t in _inputs(layers[l], l):
             if t <= lowest_first:
-                continue                      # read in place from the arena
-            need = _col_range(layer, x, width(t))[1]
+                continue                      # the block input: whole, read in place
+            need = reads(l, i, t)[1]
             while produced[t] < need:
                 compute(t - 1, produced[t] + 1)
         out = l + 1
-        produced[out] = x
-        next_col[l] = x + 1
-        if out <= end:
-            oldest = min(_col_range(layers[c], next_col[c], width(out))[0] for c in consumers[out])
-            span[out] = max(span[out], x - oldest + 1)
+        produced[out] = i
+        next_pos[l] = i + 1
+        if out <= end:                        # consumers that are done read nothing more
+            oldest = min((reads(c, next_pos[c], out)[0] for c in consumers[out]
+                          if next_pos[c] < layers[c].out_shape[axis]), default=i)
+            span[out] = max(span[out], i - oldest + 1)
 
-    for x in range(layers[end].out_shape[1]):
-        compute(end, x)
+    for i in range(layers[end].out_shape[axis]):
+        compute(end, i)
     return span, produced
+
+
+def _column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict]:
+    """The column rings of one H-cache tile and the last column of every tensor produced."""
+    return demand_sweep(model, end, lowest_first, axis=1)
 
 
 # -- edges --------------------------------------------------------------------------------

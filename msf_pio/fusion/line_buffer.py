@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..model.ir import Model
-from .exact_cost import _col_taps, _inputs, _row_range, _row_taps, _tap_macs
+from .exact_cost import _col_taps, _row_taps, _tap_macs, demand_sweep
 
 NAME = "line-buffer"
 
@@ -42,39 +42,10 @@ class RowSweep:
 
 
 def row_sweep(model: Model, end: int, lowest_first: int) -> RowSweep:
-    """Simulate the demand-driven row order of the block and measure every ring's span."""
+    """The row rings of a line-buffer block (the demand-driven sweep along the rows) and the
+    MACs of the rows every layer really produces."""
     layers = model.layers
-    consumers: dict[int, list[int]] = {}
-    for l in range(lowest_first, end + 1):
-        for t in _inputs(layers[l], l):
-            consumers.setdefault(t, []).append(l)
-    produced = {t: -1 for t in range(lowest_first, end + 2)}
-    next_row = {l: 0 for l in range(lowest_first, end + 1)}
-    span = {t: 1 for t in range(lowest_first + 1, end + 1)}
-
-    def height(t: int) -> int:
-        return model.tensor_shape(t)[0]
-
-    def oldest_needed(t: int) -> int:
-        """Oldest row of tensor t that a consumer's next row reads (finished ones read none)."""
-        return min((_row_range(layers[c], next_row[c], height(t))[0] for c in consumers[t]
-                    if next_row[c] < layers[c].out_shape[0]), default=produced[t])
-
-    def compute(l: int, y: int) -> None:
-        for t in _inputs(layers[l], l):
-            if t <= lowest_first:
-                continue                      # the block input: whole, read in place
-            need = _row_range(layers[l], y, height(t))[1]
-            while produced[t] < need:
-                compute(t - 1, produced[t] + 1)
-        out = l + 1
-        if out <= end:                        # the row enters the ring of tensor `out`
-            span[out] = max(span[out], y - oldest_needed(out) + 1)
-        produced[out] = y
-        next_row[l] = y + 1
-
-    for y in range(layers[end].out_shape[0]):
-        compute(end, y)
+    span, produced = demand_sweep(model, end, lowest_first, axis=0)
     rows = {l: produced[l + 1] + 1 for l in range(lowest_first, end + 1)}
     macs = {l: int(_row_taps(layers[l])[:rows[l]].sum() * _col_taps(layers[l]).sum())
             * _tap_macs(layers[l]) if layers[l].has_window else 0
