@@ -21,6 +21,7 @@ from msf_pio.reference import run_model
 from msf_pio.verify import quantized_model, seeded_input
 
 from tests.cross import CROSS
+from tests.host_checks import check_plan_in_c
 from tests.int8_models import (HEADS, PIXEL, POOLS, WEIGHTED, quantize_random, random_input,
                                 requantizing_head, single_op_model)
 from tests.random_models import small_specs
@@ -75,13 +76,7 @@ def test_random_models_random_plans(spec, seed):
     graph = build_graph(model, "exact")
     plan = random_plan(graph, random.Random(seed))
     x = random_input(model, seed)
-    build = HostBuild(generate(model, plan))
-    try:
-        assert np.array_equal(build.run(x).output, run_model(model, x).reshape(-1))
-        assert build.run(x, "count").figures["macs_counted"] == plan.macs
-        assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
-    finally:
-        build.close()
+    check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1), sanitize=False)
 
 
 @pytest.mark.parametrize("target", CROSS)
@@ -132,11 +127,4 @@ def test_pixel_ops_c_match_tflm(case):
     plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph),
              random_plan(graph, random.Random(1)), random_plan(graph, random.Random(2))]
     for plan in {tuple((e.first, e.last) for e in p.blocks): p for p in plans}.values():
-        build = HostBuild(generate(model, plan))
-        try:
-            assert np.array_equal(build.run(x).output, expected)
-            assert build.run(x, "count").figures["macs_counted"] == plan.macs
-            assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
-            assert np.array_equal(build.run(x, "sanitize").output, expected)
-        finally:
-            build.close()
+        check_plan_in_c(model, plan, x, expected)

@@ -6,8 +6,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from msf_pio.codegen.generate import generate
-from msf_pio.codegen.host import HostBuild
 from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
@@ -17,6 +15,7 @@ from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.h_cache import RingError, run_block
 from msf_pio.reference.plan import ring_sizes, run_plan
 from msf_pio.verify import quantized_model, seeded_input
+from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
 from tests.test_exact_cost import pixel_macs
 
@@ -84,15 +83,7 @@ def test_random_tiled_plans_in_c(spec):
 
 def check_in_c(model, plan):
     x = seeded_input(model, 0)
-    ref = run_model(model, x).reshape(-1)
-    build = HostBuild(generate(model, plan))
-    try:
-        assert np.array_equal(build.run(x).output, ref)
-        assert build.run(x, "count").figures["macs_counted"] == plan.macs
-        assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
-        assert np.array_equal(build.run(x, "sanitize").output, ref)
-    finally:
-        build.close()
+    check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1))
 
 
 @pytest.mark.parametrize("tile_rows", [2, 3])

@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from msf_pio.codegen.generate import generate
-from msf_pio.codegen.host import HostBuild
 from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
@@ -16,6 +14,7 @@ from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.line_buffer import RingError, run_block
 from msf_pio.reference.plan import run_plan
 from msf_pio.verify import quantized_model, seeded_input
+from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
 from tests.test_exact_cost import pixel_macs
 
@@ -93,15 +92,7 @@ def test_random_line_buffer_plans_in_c(spec):
     plan = solvers.p1_min_ram(build_graph(model, "exact", schemes=("h-cache", "line-buffer")),
                               1.0)
     x = seeded_input(model, 0)
-    ref = run_model(model, x).reshape(-1)
-    build = HostBuild(generate(model, plan))
-    try:
-        assert np.array_equal(build.run(x).output, ref)
-        assert build.run(x, "count").figures["macs_counted"] == plan.macs
-        assert build.run(x, "measure").figures["arena_measured"] == plan.peak_ram
-        assert np.array_equal(build.run(x, "sanitize").output, ref)
-    finally:
-        build.close()
+    check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1))
 
 
 def test_pareto_with_schemes_dominates_h_cache_only():
