@@ -129,16 +129,6 @@ def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]
     return max(start, 0), min(start + layer.kernel - 1, in_len - 1)
 
 
-def _col_range(layer: Layer, x: int, in_width: int) -> tuple[int, int]:
-    """Input columns [lo, hi] that output column x of `layer` reads."""
-    return _input_range(layer, x, in_width, layer.pad_left)
-
-
-def _row_range(layer: Layer, y: int, in_height: int) -> tuple[int, int]:
-    """Input rows [lo, hi] that output row y of `layer` reads."""
-    return _input_range(layer, y, in_height, layer.pad_top)
-
-
 def tile_starts(height: int, tile_rows: int) -> tuple[np.ndarray, np.ndarray]:
     """First and one-past-last output row of every tile of `tile_rows` rows."""
     lo = np.arange(0, height, tile_rows)
