@@ -5,7 +5,9 @@ AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H and W 
 pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX (over the channels),
 HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel), LOGISTIC, RESHAPE (a flatten before a
 dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads it,
-QUANTIZE (float input) and DEQUANTIZE (float output) at the edges; fused NONE/RELU/RELU6.
+QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a TRANSPOSE NCHW -> NHWC of
+the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6. A [1, N] graph input
+(a dense model's) is the 1 x 1 x N map.
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
 operator index and its op.
@@ -326,7 +328,7 @@ class _Importer:
             "FULLY_CONNECTED": self.dense, "RESHAPE": self.reshape, "PAD": self.pad,
             "PADV2": self.pad, "QUANTIZE": self.quantize, "DEQUANTIZE": self.dequantize,
             "SOFTMAX": self.pixel_op, "HARD_SWISH": self.pixel_op, "LEAKY_RELU": self.pixel_op,
-            "LOGISTIC": self.pixel_op, "PRELU": self.prelu,
+            "LOGISTIC": self.pixel_op, "PRELU": self.prelu, "TRANSPOSE": self.transpose,
         }
         for op in self.ops:
             if op.name not in handlers:
@@ -337,17 +339,18 @@ class _Importer:
     def graph_input(self) -> None:
         t = self.tensors[self.inputs[0]]
         self.check_shape(None, t)
-        if len(t.shape) != 4 or t.shape[0] != 1:
-            raise self.error(f"the graph input must be NHWC with batch 1, got {list(t.shape)}",
-                             tensor=t)
-        self.input_shape = tuple(t.shape[1:])
+        if t.shape[:1] != (1,) or len(t.shape) not in (2, 4):
+            raise self.error(f"the graph input must be NHWC with batch 1 (or [1, N] before a "
+                             f"dense layer), got {list(t.shape)}", tensor=t)
+        # [1, N] (a dense model's input) is the 1 x 1 x N map a dense layer reads flattened
+        self.input_shape = tuple(t.shape[1:]) if len(t.shape) == 4 else (1, 1, t.shape[1])
         if t.type == _FLOAT32:
             self.float_input = t.index        # a QUANTIZE must come first
             return
         if t.type != _INT8:
             raise self.error(f"the graph input has type {_TYPES.get(t.type, t.type)}: int8 "
                              "or float32 (quantized by a QUANTIZE op) only", tensor=t)
-        self.views[t.index] = _View(0)
+        self.views[t.index] = _View(0, flat=len(t.shape) == 2)
         self.q.append(self.qparams(None, t))
 
     def graph_output(self) -> Model:
@@ -464,10 +467,16 @@ class _Importer:
         if len(f.shape) != 4:
             raise self.error(f"filter shape {list(f.shape)} is not 4-D", op, f)
         c = self.shape(view.t)[2]
-        if depthwise:
+        # a depthwise filter with multiplier M over one input channel is a conv with M outputs
+        # (person_detect's first layer): the same sums and per-channel requantization
+        as_conv = depthwise and c == 1 and f.shape[0] == 1 and f.shape[3] == self.option(
+            op, "DepthMultiplier", 1)
+        if as_conv:
+            cout, axis = f.shape[3], 3
+        elif depthwise:
             if f.shape[0] != 1 or f.shape[3] != c or self.option(op, "DepthMultiplier", 1) != 1:
                 raise self.error(f"filter {list(f.shape)} on {c} channels: only depth "
-                                 "multiplier 1 is supported", op, f)
+                                 "multiplier 1 is supported (or any over one channel)", op, f)
             cout, axis = c, 3
         else:
             if f.shape[3] != c:
@@ -475,10 +484,11 @@ class _Importer:
                                  f"the input has {c} (grouped convolution is not supported)",
                                  op, f)
             cout, axis = f.shape[0], 0
-        layer = self.window(op, view, ir.DEPTHWISE if depthwise else ir.CONV, f.shape[1],
-                            f.shape[2], cout)
+        layer = self.window(op, view, ir.DEPTHWISE if depthwise and not as_conv else ir.CONV,
+                            f.shape[1], f.shape[2], cout)
         scales = self.filter_scales(op, f, axis, cout)
-        layer.weights = Weights(w=self.const(op, f, "i1").astype(np.int8),
+        w = self.const(op, f, "i1").astype(np.int8)
+        layer.weights = Weights(w=w.transpose(3, 1, 2, 0).copy() if as_conv else w,
                                 bias=self.bias(op, 2, cout), scales=scales)
         self.qparams(op, self.tensor(op, 0))
         self.emit(op, layer, self.qparams(op, self.out(op)))
@@ -660,6 +670,28 @@ class _Importer:
         layer.weights = Weights(w=slopes, bias=np.zeros(0, np.int32),
                                 scales=np.array([q_alpha.scale]), zero_point=q_alpha.zero_point)
         self.emit(op, layer, q_out, flat=True)
+
+    def transpose(self, op: _Op) -> None:
+        """NCHW -> NHWC of the graph input (PyTorch exports open with it): the caller hands the
+        input over as H x W x C, the layout every layer reads, so the TRANSPOSE is dropped."""
+        src = self.tensor(op, 0)
+        perm = self.tensor(op, 1)
+        if perm.type not in (_INT32, 4) or perm.shape != (4,):
+            raise self.error("perm must be a constant int32 [4] tensor", op, perm)
+        axes = self.const(op, perm, "<i4" if perm.type == _INT32 else "<i8").tolist()
+        if axes != [0, 2, 3, 1] or src.index != self.inputs[0] or self.layers or \
+                self.float_input is not None:
+            raise self.error(f"TRANSPOSE {axes}: only NCHW -> NHWC ([0, 2, 3, 1]) of the int8 "
+                             "graph input is supported (the model's input then is H x W x C)",
+                             op)
+        out = self.out(op)
+        n, c, h, w = src.shape
+        if out.shape != (n, h, w, c):
+            raise self.error(f"output shape {list(out.shape)} is not the input's NHWC", op, out)
+        self.same_q(op, self.q[0])
+        self.input_shape = (h, w, c)
+        del self.views[src.index]             # nothing else may read the NCHW tensor
+        self.views[out.index] = _View(0)
 
     def quantize(self, op: _Op) -> None:
         src = self.tensor(op, 0)
