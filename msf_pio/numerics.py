@@ -302,8 +302,10 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
                              f"(TFLite's int8 kernel takes at most {SOFTMAX_MAX_CHANNELS})")
         return softmax_requant(q_in.scale, layer.beta)
     if layer.op == ir.PRELU:
-        if layer.weights is None or layer.weights.w.shape != (layer.cin,):
-            raise ValueError(f"layer {index} ({layer.name}): prelu needs {layer.cin} slopes")
+        shape = tuple(layer.in_shape) if layer.slope_per_pixel else (layer.cin,)
+        if layer.weights is None or layer.weights.w.shape != shape:
+            raise ValueError(f"layer {index} ({layer.name}): prelu needs slopes of shape "
+                             f"{list(shape)}")
         return activation_requant(layer.op, q_in, q_out, q_alpha=QParams(
             float(layer.weights.scales[0]), int(layer.weights.zero_point)))
     if layer.op in ir.ELEMENTWISE_OPS:

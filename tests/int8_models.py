@@ -38,7 +38,7 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
             q_out = ir.FIXED_OUTPUT_Q.get(layer.op) or QParams(
                 f32(q_in.scale * rng.uniform(0.3, 2.0)), int(rng.integers(-128, 128)))
             if layer.op == ir.PRELU:        # slopes of both signs, an asymmetric alpha tensor
-                weights = Weights(w=rng.integers(-128, 128, layer.cin).astype(np.int8),
+                weights = Weights(w=rng.integers(-128, 128, weight_shape(layer)).astype(np.int8),
                                   bias=np.zeros(0, np.int32),
                                   scales=np.array([f32(rng.uniform(0.002, 0.02))]),
                                   zero_point=int(rng.integers(-20, 21)))
@@ -126,6 +126,7 @@ PIXEL = {   # softmax and element-wise activations, alone and inside fusable cha
     "leaky_relu": ((5, 6, 7), [{"op": "leaky_relu", "alpha": 0.1}]),
     "logistic": ((5, 6, 7), [{"op": "logistic"}]),
     "prelu": ((5, 6, 7), [{"op": "prelu"}]),
+    "prelu_pixel": ((5, 6, 7), [{"op": "prelu", "slopes": "pixel"}]),
     "prelu_logits": ((1, 1, 9), [{"op": "dense", "out": 6}, {"op": "prelu"}]),
     "conv_hswish_dw": ((9, 8, 3), [{"op": "conv2d", "out": 6, "kernel": 3, "stride": 2},
                                    {"op": "hard_swish"},
@@ -134,6 +135,10 @@ PIXEL = {   # softmax and element-wise activations, alone and inside fusable cha
                                    {"op": "prelu"},
                                    {"op": "pointwise", "out": 4}, {"op": "logistic"},
                                    {"op": "max_pool", "kernel": 2}]),
+    "prelu_pixel_chain": ((9, 8, 3), [{"op": "conv2d", "out": 6, "kernel": 3, "stride": 2},
+                                      {"op": "prelu", "slopes": "pixel"},
+                                      {"op": "depthwise_conv2d", "kernel": 3},
+                                      {"op": "pointwise", "out": 4}]),
     "act_residual": ((7, 7, 4), [{"op": "pointwise", "out": 4}, {"op": "hard_swish"},
                                  {"op": "add", "from": "input"}, {"op": "softmax"},
                                  {"op": "global_avgpool"}, {"op": "dense", "out": 3}]),

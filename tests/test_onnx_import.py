@@ -542,13 +542,16 @@ def test_other_transposes_and_reshapes_are_refused(tmp_path, case, message):
 
 
 # -- PRelu -----------------------------------------------------------------------------------
-def prelu_net(tmp_path, last=True):
-    """Conv -> PRelu (slope [C, 1, 1], both signs) -> depthwise -> PRelu (one shared slope)
-    -> GAP -> Flatten -> Gemm [-> PRelu ([5] on the (1, 5) logits)]."""
+def prelu_net(tmp_path, last=True, per_element=False):
+    """Conv -> PRelu (slope [C, 1, 1], both signs) -> depthwise -> PRelu (one shared slope, or
+    with `per_element` one per element [C, H, W]) -> GAP -> Flatten -> Gemm [-> PRelu ([5] on
+    the (1, 5) logits)]."""
+    s2 = (np.random.default_rng(5).uniform(-0.2, 0.5, (6, 9, 8)) if per_element
+          else np.array([0.1]))
     inits = [_init("w1", (6, 3, 3, 3)), _init("b1", (6,), scale=0.1), _init("wd", (6, 1, 3, 3)),
              _init("wg", (5, 6)), _init("bg", (5,), scale=0.1),
              _init("s1", value=np.array([0.25, -0.1, 0.05, 0.5, 0.0, 0.2]).reshape(6, 1, 1)),
-             _init("s2", value=np.array([0.1])), _init("s3", value=np.linspace(0.05, 0.3, 5))]
+             _init("s2", value=s2), _init("s3", value=np.linspace(0.05, 0.3, 5))]
     nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c"], pads=[1, 1, 1, 1], name="conv"),
              helper.make_node("PRelu", ["c", "s1"], ["p1"], name="prelu1"),
              helper.make_node("Conv", ["p1", "wd"], ["d"], pads=[1, 1, 1, 1], group=6, name="dw"),
@@ -584,6 +587,31 @@ def test_prelu_matches_onnxruntime_and_tflm(tmp_path):
                                       tflm_run(tflite_bytes(quantized), x).reshape(-1))
 
 
+def test_prelu_per_element_matches_onnxruntime_and_tflm(tmp_path):
+    """A slope [C, H, W] (Keras' PReLU without shared axes, exported): one slope per element,
+    moved to the IR's H, W, C; float forward == onnxruntime, int8 == TFLite Micro (alpha H x W x
+    C) under the reference and the generated C, unfused and fused."""
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import seeded_input
+    from tests.test_reference_tflm import tflm_run
+    from tests.test_tflite_import import c_outputs
+    path = prelu_net(tmp_path, per_element=True)
+    model, params = read_onnx(path)
+    assert model.layers[3].slope_per_pixel and params[3].w.shape == (9, 8, 6)
+    for seed in range(3):
+        x = _input((9, 8, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-5)
+    quantized = materialize(model)
+    inputs = [seeded_input(quantized, seed) for seed in range(2)]
+    expected = [tflm_run(tflite_bytes(quantized), x).reshape(-1) for x in inputs]
+    for x, ref in zip(inputs, expected):
+        np.testing.assert_array_equal(run_model(quantized, x).reshape(-1), ref)
+    for label, outs in c_outputs(quantized, inputs).items():
+        for out, ref in zip(outs, expected):
+            np.testing.assert_array_equal(out.reshape(-1), ref, err_msg=label)
+
+
 def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
     from msf_pio.reference import run_model
     from msf_pio.model.quantize import dequantize, quantize_tensor
@@ -602,10 +630,10 @@ def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
         assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
 
 
-def test_prelu_with_a_slope_per_pixel_is_refused(tmp_path):
+def test_prelu_with_a_slope_per_row_is_refused(tmp_path):
     nodes = [helper.make_node("PRelu", ["x", "s"], ["y"], name="pr")]
-    path = _save(tmp_path, nodes, [_init("s", (3, 4, 4))], in_shape=(1, 3, 4, 4))
-    with pytest.raises(MsfError, match="node 'pr' \\(PRelu\\): slope of shape \\[3, 4, 4\\]: "
+    path = _save(tmp_path, nodes, [_init("s", (3, 4, 1))], in_shape=(1, 3, 4, 4))
+    with pytest.raises(MsfError, match="node 'pr' \\(PRelu\\): slope of shape \\[3, 4, 1\\]: "
                                        "only one slope per channel"):
         load_onnx(path)
 

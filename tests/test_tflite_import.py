@@ -28,7 +28,7 @@ fb = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_ge
 A = fb.ActivationFunctionType
 SAME, VALID = fb.Padding.SAME, fb.Padding.VALID
 LAYER_FIELDS = ("op", "in_shape", "out_shape", "kernel", "stride", "pad", "act", "skip", "q_out",
-                "requantize")
+                "requantize", "slope_per_pixel")
 
 
 def assert_same_quantized_model(a, b):
@@ -95,11 +95,11 @@ def test_reshape_of_a_map_before_fully_connected_keeps_hwc_order(tmp_path):
                               tflm_run(path.read_bytes(), x).reshape(-1))
 
 
-@pytest.mark.parametrize("case", ["prelu", "prelu_logits"])
+@pytest.mark.parametrize("case", ["prelu", "prelu_pixel", "prelu_logits"])
 def test_prelu_round_trip_keeps_the_slopes_and_gives_tflm_bytes(case, tmp_path):
     from .int8_models import PIXEL, single_op_model
     shape, layers = PIXEL[case]
-    original = single_op_model(shape, layers, 6)
+    original = single_op_model(shape, layers, 7)     # a seed drawing nonzero alpha zero points
     path = tmp_path / f"{case}.tflite"
     export_tflite(original, path)
     model = load_model(str(path))
@@ -227,9 +227,9 @@ def _pad_maxpool(b, x, c):
     return y
 
 
-def _prelu_per_element(b, x, c):
-    alpha = b.tensor("alpha", (8, 8, 4), TT.INT8, np.float32(0.01), 3,
-                     data=np.ones((8, 8, 4), np.int8))
+def _prelu_per_row(b, x, c):
+    alpha = b.tensor("alpha", (8, 1, 4), TT.INT8, np.float32(0.01), 3,
+                     data=np.ones((8, 1, 4), np.int8))
     y = b.activation("y", (1, 8, 8, 4), 0.05, -5)
     b.op(OP.PRELU, [c, alpha], [y])
     return y
@@ -254,9 +254,9 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "pad_maxpool_no_relu": ({"act": A.NONE}, _pad_maxpool,
                             "operator 2 (MAX_POOL_2D): a max pool after PAD needs PADV2 with "
                             "-128 (or a ReLU before the PAD)"),
-    "prelu_per_element": ({}, _prelu_per_element,
-                          "operator 1 (PRELU): tensor 4 'alpha': alpha of shape [8, 8, 4]: only "
-                          "one slope per channel"),
+    "prelu_per_row": ({}, _prelu_per_row,
+                      "operator 1 (PRELU): tensor 4 'alpha': alpha of shape [8, 1, 4]: only "
+                      "one slope per channel"),
     "not_square": ({"kernel": (3, 1)}, None, "operator 0 (CONV_2D): kernel 3x1 is not square"),
     "dilation": ({"dilation": 2}, None, "operator 0 (CONV_2D): dilation 2x2 is not supported"),
     "float_filter": ({"filter_type": TT.FLOAT32}, None,

@@ -85,7 +85,8 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
                  fn_shift2=rq.shift2, fn_limit=rq.limit)
         if layer.op == ir.PRELU:                    # the slopes: C bytes of flash
             arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
-            f.update(weights=f"w{i}", in2_offset=rq.alpha_offset)
+            f.update(weights=f"w{i}", in2_offset=rq.alpha_offset,
+                     slope_per_pixel=int(layer.slope_per_pixel))
     f.update(act_min=rq.act_min, act_max=rq.act_max)
     return arrays, f
 

@@ -7,7 +7,8 @@ Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zer
 before a max pool) followed by a VALID op. Global average pooling is AVERAGE_POOL_2D when it keeps
 its input's quantization and MEAN when it requantizes (`Layer.requantize`). SOFTMAX, HARD_SWISH,
 LEAKY_RELU, PRELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n));
-PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor), quantized per tensor.
+PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor, or (H, W, C) with a
+slope per element), quantized per tensor.
 """
 from __future__ import annotations
 
@@ -244,8 +245,9 @@ class _Graph:
                     fb.BuiltinOptions.LeakyReluOptions, options)
         elif layer.op == ir.PRELU:
             wts = layer.weights
-            alpha = self.tensor(f"{layer.name}_alpha", (1, 1, layer.cin) if rank == 4
-                                else (layer.cin,), fb.TensorType.INT8,
+            shape = ((layer.cin,) if rank != 4 else tuple(layer.in_shape)
+                     if layer.slope_per_pixel else (1, 1, layer.cin))
+            alpha = self.tensor(f"{layer.name}_alpha", shape, fb.TensorType.INT8,
                                 _quant([wts.scales[0]], [wts.zero_point], 0),
                                 wts.w.astype(np.int8))
             self.op(fb.BuiltinOperator.PRELU, [x, alpha], [out])

@@ -33,10 +33,11 @@ class FloatWeights:
 
 
 def weight_shape(layer: Layer) -> tuple[int, ...]:
-    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in), prelu (C,)."""
+    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in), prelu (C,)
+    or, one slope per element, (H, W, C)."""
     k = layer.kernel
     if layer.op == ir.PRELU:
-        return (layer.cin,)
+        return tuple(layer.in_shape) if layer.slope_per_pixel else (layer.cin,)
     if layer.op == ir.CONV:
         return (layer.cout, k, k, layer.cin)
     if layer.op == ir.DEPTHWISE:

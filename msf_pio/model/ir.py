@@ -56,7 +56,8 @@ class Weights:
     conv2d: int8 (C_out, k, k, C_in); depthwise: int8 (1, k, k, C); dense: int8 (out, in).
     `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
     prelu: the slopes below zero, int8 (C,) with one scale and a `zero_point` (TFLite's alpha
-    tensor, per tensor and possibly asymmetric); no bias (an empty array).
+    tensor, per tensor and possibly asymmetric), (C,) or with `slope_per_pixel` (H, W, C); no
+    bias (an empty array).
     """
     w: np.ndarray
     bias: np.ndarray
@@ -82,6 +83,9 @@ class Layer:
     requantize: bool = False
     alpha: float = 0.0                               # leaky_relu: slope below zero (float32)
     beta: float = 1.0                                # softmax: exp(beta * x) (float32)
+    # prelu: one slope per element (alpha H x W x C, Keras' PReLU without shared axes) instead
+    # of one per channel
+    slope_per_pixel: bool = False
 
     @property
     def cin(self) -> int:

@@ -5,8 +5,8 @@ the layer before, Add (residual, or a bias after a conv/dense), MaxPool, Average
 GlobalAveragePool, a Flatten/Reshape (after a Transpose to NHWC or not) of any C x H x W map in
 front of a Gemm/MatMul (dense: its weight columns reordered from the file's flatten order to the
 IR's H, W, C order), Softmax over the channels,
-HardSwish, LeakyRelu, PRelu (one slope per channel) and Sigmoid (layers of their own, TFLite's
-int8 semantics); in a float file, hard-swish spelled out as exporters write it (x * Clip(x + 3, 0,
+HardSwish, LeakyRelu, PRelu (one slope per channel or per element) and Sigmoid (layers of their
+own, TFLite's int8 semantics); in a float file, hard-swish spelled out as exporters write it (x * Clip(x + 3, 0,
 6) / 6 with Add/Clip/Mul/Div, in any order of the Mul and Div, or x * HardSigmoid(x)) is one
 HardSwish. A spatial Pad
 (constant 0) folds into the padding of the Conv or MaxPool that alone reads it (see `_pad`). A float file comes back
@@ -617,21 +617,31 @@ class _Importer:
         self._emit(node, layer)
 
     def _prelu(self, node: NodeProto) -> None:
-        """PRelu with one slope per channel (TFLite's PRELU with alpha [1, 1, C]); the slope
-        broadcasts against NCHW (or (1, N) after a Gemm) from the right, as ONNX does."""
+        """PRelu with one slope per channel (TFLite's PRELU with alpha [1, 1, C]) or per
+        element (a slope [C, H, W]); the slope broadcasts against NCHW (or (1, N) after a Gemm)
+        from the right, as ONNX does."""
         shape = self._shape(self._input(node))
         c, rank = shape[2], self._rank()
         slope = self._const(node, 1)
         if slope is None:
             raise self._error(node, "needs a constant slope")
         dims = (1,) * (rank - slope.ndim) + slope.shape
-        if len(dims) != rank or any(d != 1 for i, d in enumerate(dims) if i != 1) or \
-                dims[1] not in (1, c):
+        h, w = shape[:2]
+        per_pixel = rank == 4 and dims == (1, c, h, w) and (h, w) != (1, 1)
+        if not per_pixel and (len(dims) != rank or dims[1] not in (1, c) or
+                              any(d != 1 for i, d in enumerate(dims) if i != 1)):
             raise self._error(node, f"slope of shape {list(slope.shape)}: only one slope per "
-                                    f"channel ([{c}, 1, 1]) is supported")
-        to_ir = (lambda a: np.broadcast_to(a.reshape(-1), (c,)).copy())
+                                    f"channel ([{c}, 1, 1]) or per element ([{c}, {h}, {w}]) "
+                                    "is supported")
+        if per_pixel:                           # CHW -> the IR's HWC
+            def to_ir(a):
+                return a.reshape(c, h, w).transpose(1, 2, 0).copy()
+        else:
+            def to_ir(a):
+                return np.broadcast_to(a.reshape(-1), (c,)).copy()
         wq = self.view.consts.get(node.input[1])
-        self._emit(node, Layer(op=ir.PRELU, in_shape=shape, out_shape=shape),
+        self._emit(node, Layer(op=ir.PRELU, in_shape=shape, out_shape=shape,
+                               slope_per_pixel=per_pixel),
                    FloatWeights(to_ir(slope), np.zeros(0)), None if wq is None else (wq, 0, to_ir))
 
     def _global_avgpool(self, node: NodeProto) -> None:

@@ -30,7 +30,7 @@ _FIELDS = {
     "hard_swish": set(),
     "leaky_relu": {"alpha"},
     "logistic": set(),
-    "prelu": set(),
+    "prelu": {"slopes"},
 }
 _TOP = {"name", "input", "weights", "layers"}
 _WEIGHT_KINDS = ("random", "npz", "onnx")
@@ -224,6 +224,12 @@ class _Builder:
                 self.layers[-1].beta = self._float(spec, "beta", 1.0, lo=0.0)
             elif op == ir.LEAKY_RELU:
                 self.layers[-1].alpha = self._float(spec, "alpha", 0.2, lo=0.0)
+            elif op == ir.PRELU:
+                slopes = spec.get("slopes", "channel")
+                if slopes not in ("channel", "pixel"):
+                    raise self.ctx.error("slopes", f"must be channel (one slope per channel) or "
+                                                   f"pixel (one per element), got {slopes!r}")
+                self.layers[-1].slope_per_pixel = slopes == "pixel"
         else:
             out = self._inverted_residual(spec)
         self.spec_outputs.append(out)

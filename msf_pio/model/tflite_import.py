@@ -1,13 +1,13 @@
 """.tflite (int8, from the TFLite converter or any other writer) -> IR (HWC chain with residuals).
 
-Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1), ADD (residual), MAX_POOL_2D,
+Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1; any over one channel), ADD (residual), MAX_POOL_2D,
 AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H and W (global average
 pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX (over the channels),
-HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel), LOGISTIC, RESHAPE (a flatten before a
-dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads it,
-QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a TRANSPOSE NCHW -> NHWC of
-the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6. A [1, N] graph input
-(a dense model's) is the 1 x 1 x N map.
+HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel or per element), LOGISTIC, RESHAPE (a
+flatten before a dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads
+it, QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a TRANSPOSE NCHW -> NHWC of
+the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6. A [1, N] graph input (a
+dense model's) is the 1 x 1 x N map.
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
 operator index and its op.
@@ -652,8 +652,9 @@ class _Importer:
 
     def prelu(self, op: _Op) -> None:
         """PRELU with one slope per channel (alpha shared over H and W, as Keras' PReLU with
-        shared_axes=[1, 2] and the converters write it): an element-wise layer that keeps the
-        int8 slopes, their scale and zero point as written."""
+        shared_axes=[1, 2] and the converters write it) or one per element (Keras' default):
+        an element-wise layer that keeps the int8 slopes, their scale and zero point as
+        written."""
         view = self.latest(op)
         self.qparams(op, self.tensor(op, 0))
         q_out = self.qparams(op, self.out(op))
@@ -661,12 +662,17 @@ class _Importer:
         c = shape[2]
         a = self.tensor(op, 1)
         self.check_type(op, a, _INT8)
-        if any(d != 1 for d in a.shape[:-1]) or (a.shape and a.shape[-1] not in (1, c)):
+        per_pixel = a.shape in (shape, (1,) + shape) and shape[:2] != (1, 1)
+        if not per_pixel and (any(d != 1 for d in a.shape[:-1]) or
+                              (a.shape and a.shape[-1] not in (1, c))):
             raise self.error(f"alpha of shape {list(a.shape)}: only one slope per channel "
-                             f"(shape [1, 1, {c}]) is supported", op, a)
+                             f"(shape [1, 1, {c}]) or per element ({list(shape)}) is "
+                             "supported", op, a)
         q_alpha = self.qparams(op, a)
-        slopes = np.broadcast_to(self.const(op, a, "i1").reshape(-1), (c,)).astype(np.int8)
-        layer = Layer(op=ir.PRELU, in_shape=shape, out_shape=shape)
+        values = self.const(op, a, "i1")
+        slopes = (values.reshape(shape) if per_pixel else
+                  np.broadcast_to(values.reshape(-1), (c,))).astype(np.int8)
+        layer = Layer(op=ir.PRELU, in_shape=shape, out_shape=shape, slope_per_pixel=per_pixel)
         layer.weights = Weights(w=slopes, bias=np.zeros(0, np.int32),
                                 scales=np.array([q_alpha.scale]), zero_point=q_alpha.zero_point)
         self.emit(op, layer, q_out, flat=True)

@@ -72,7 +72,7 @@ def random_weights(model: Model, seed: int) -> list[FloatWeights | None]:
     params: list[FloatWeights | None] = []
     for layer in model.layers:
         if layer.op == ir.PRELU:              # slopes as a trained PReLU has them
-            params.append(FloatWeights(rng.uniform(0.05, 0.4, layer.cin), np.zeros(0)))
+            params.append(FloatWeights(rng.uniform(0.05, 0.4, weight_shape(layer)), np.zeros(0)))
             continue
         if layer.op not in PARAM_OPS:
             params.append(None)

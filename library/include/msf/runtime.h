@@ -40,7 +40,8 @@ typedef struct {
     int32_t in_offset;            /* -zero_point of the (first) input */
     int32_t out_offset;           /* zero_point of the output */
     int32_t act_min, act_max;
-    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in), prelu alpha (C) */
+    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in), prelu alpha (C)
+                                   * or (H, W, C) */
     const int32_t *bias;
     const int32_t *mult;          /* per output channel Q31 multipliers; a requantizing global
                                    * avgpool (TFLite MEAN) has one, other pools none */
@@ -55,6 +56,7 @@ typedef struct {
      * multiplier (1) and fn_limit, the input radius (logistic) or smallest difference (softmax) */
     int32_t fn_mult1, fn_mult2, fn_limit;
     int8_t fn_shift1, fn_shift2;
+    uint8_t slope_per_pixel;      /* prelu: alpha is (H, W, C), one slope per element */
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */

@@ -1,6 +1,6 @@
 /* Element-wise int8 activations with TFLite's integer math, one output column:
  * HARD_SWISH (int16 fixed point), LEAKY_RELU (two rescales), PRELU (LEAKY_RELU with an int8
- * slope per channel) and LOGISTIC (Q4.27 in, output scale 1/256, zero point -128).
+ * slope per channel or per element) and LOGISTIC (Q4.27 in, output scale 1/256, zero point -128).
  * Parameters: msf_pio/numerics.py (ActivationRequant). */
 #include "msf/requant.h"
 #include "msf/runtime.h"
@@ -51,13 +51,13 @@ static int32_t leaky_relu(const msf_layer_t *l, int32_t x)
                                    : msf_requantize(v, l->fn_mult2, l->fn_shift2));
 }
 
-static int32_t prelu(const msf_layer_t *l, int32_t x, int32_t ch)
+static int32_t prelu(const msf_layer_t *l, int32_t x, const int8_t *alpha)
 {
     const int32_t v = x + l->in_offset;
     if (v >= 0) {
         return l->out_offset + msf_requantize(v, l->fn_mult1, l->fn_shift1);
     }
-    const int32_t slope = l->weights[ch] + l->in2_offset;    /* |v * slope| <= 255 * 255 */
+    const int32_t slope = *alpha + l->in2_offset;    /* |v * slope| <= 255 * 255 */
     return l->out_offset + msf_requantize(v * slope, l->fn_mult2, l->fn_shift2);
 }
 
@@ -80,6 +80,9 @@ void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf
     for (int32_t row = r0; row < r1; row++) {
         const int8_t *x = msf_pixel(in, row, col);
         int8_t *o = msf_pixel(out, row, col);
+        /* the slopes of this pixel: the channel's, or the element's at (row, col) */
+        const int8_t *alpha = l->slope_per_pixel
+            ? l->weights + ((size_t)row * l->in_w + (size_t)col) * l->in_c : l->weights;
         for (int32_t ch = 0; ch < l->in_c; ch++) {
             int32_t v;
             if (l->op == MSF_HARD_SWISH) {
@@ -87,7 +90,7 @@ void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf
             } else if (l->op == MSF_LEAKY_RELU) {
                 v = leaky_relu(l, x[ch]);
             } else if (l->op == MSF_PRELU) {
-                v = prelu(l, x[ch], ch);
+                v = prelu(l, x[ch], &alpha[ch]);
             } else {
                 v = logistic(l, x[ch]);
             }
