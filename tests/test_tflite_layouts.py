@@ -1,7 +1,7 @@
 """Input layouts real .tflite files use besides NHWC maps, built with the flatbuffers schema
 directly: a PyTorch export's NCHW input behind a TRANSPOSE to NHWC, a [1, N] input of a dense
-model, and TFLM's person_detect opening with a depthwise filter of multiplier 8 over one
-channel. The generated C (vanilla and least RAM) gives TFLite Micro's bytes on the same file."""
+model, TFLM's person_detect opening with a depthwise filter of multiplier 8 over one channel,
+and a PAD of the channels (with the zero point) before a conv. The generated C (vanilla and least RAM) gives TFLite Micro's bytes on the same file."""
 import numpy as np
 import pytest
 
@@ -11,11 +11,11 @@ from msf_pio.reference import run_model
 from .int8_models import random_input
 from .test_reference_tflm import runtime
 from .test_tflite_import import _one_line_error, c_outputs
-from .tflite_builder import OP, OPT, TT, TfliteBuilder, conv_options
+from .tflite_builder import OP, OPT, TT, TfliteBuilder, conv_options, pool_options
 
 fb = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
 A = fb.ActivationFunctionType
-SAME = fb.Padding.SAME
+SAME, VALID = fb.Padding.SAME, fb.Padding.VALID
 
 
 def _head(b: TfliteBuilder, c, hw: int, ch: int, s_c) -> int:
@@ -64,6 +64,28 @@ def one_channel_multiplier_net(seed: int) -> bytes:
     return b.finish([x], [_head(b, c, 25, 8, s_c)])
 
 
+def channel_pad_net(seed: int, reader=OP.CONV_2D) -> bytes:
+    """int8 (1, 7, 6, 3) -> PAD H (1, 1), W (0, 1), C (2, 1) with the zero point -> CONV 3x3
+    VALID over the 6 channels -> head (a channel padding as converters write for a widening
+    shortcut, here feeding a conv)."""
+    b = TfliteBuilder(seed)
+    s_x = np.float32(0.04)
+    x = b.activation("x", (1, 7, 6, 3), s_x, -7)
+    p = b.tensor("p", (4, 2), TT.INT32, data=np.array([[0, 0], [1, 1], [0, 1], [2, 1]], "<i4"))
+    xp = b.activation("xp", (1, 9, 7, 6), s_x, -7)
+    b.op(OP.PAD, [x, p], [xp], OPT.PadOptions, fb.PadOptionsT())
+    if reader == OP.MAX_POOL_2D:
+        y = b.activation("pool", (1, 4, 3, 6), s_x, -7)
+        b.op(OP.MAX_POOL_2D, [xp], [y], OPT.Pool2DOptions, pool_options(VALID, 2, 2, 2))
+        return b.finish([x], [y])
+    w, sw = b.weights("conv", (8, 3, 3, 6), 0)
+    s_c = b.out_scale(s_x, sw, 54)
+    c = b.activation("conv", (1, 7, 5, 8), s_c, -128)
+    b.op(OP.CONV_2D, [xp, w, b.bias("conv", 8, 3000)], [c], OPT.Conv2DOptions,
+         conv_options(VALID, 1, A.RELU))
+    return b.finish([x], [_head(b, c, 35, 8, s_c)])
+
+
 def dense_net(seed: int) -> bytes:
     """int8 [1, 16] input -> FULLY_CONNECTED 12 RELU -> FULLY_CONNECTED 3 (hello_world's shape
     of model: no map at all)."""
@@ -90,6 +112,8 @@ CASES = {   # name -> (file, IR input shape, IR ops, the file's input layout fro
     "one_channel_multiplier": (one_channel_multiplier_net, (9, 9, 1),
                                [ir.CONV, ir.GLOBAL_AVGPOOL, ir.DENSE], lambda x: x[None]),
     "dense_input": (dense_net, (1, 1, 16), [ir.DENSE, ir.DENSE], lambda x: x.reshape(1, 16)),
+    "channel_pad": (channel_pad_net, (7, 6, 3), [ir.CONV, ir.GLOBAL_AVGPOOL, ir.DENSE],
+                    lambda x: x[None]),
 }
 
 
@@ -121,3 +145,11 @@ def test_a_transpose_other_than_nchw_to_nhwc_is_a_one_line_error(tmp_path):
     path = tmp_path / "perm.tflite"
     path.write_bytes(nchw_net(0, perm=(0, 3, 2, 1)))
     _one_line_error(path, "operator 0 (TRANSPOSE): TRANSPOSE [0, 3, 2, 1]: only NCHW -> NHWC")
+
+
+def test_a_channel_padding_before_anything_but_a_conv_is_a_one_line_error(tmp_path):
+    path = tmp_path / "pad_pool.tflite"
+    path.write_bytes(channel_pad_net(0, reader=OP.MAX_POOL_2D))
+    message = _one_line_error(path, "'xp': reads the output of PAD (operator 0) of the "
+                                    "channels: a channel padding may only feed a CONV_2D")
+    assert "operator 1 (MAX_POOL_2D)" in message

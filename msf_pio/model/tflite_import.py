@@ -1,13 +1,14 @@
 """.tflite (int8, from the TFLite converter or any other writer) -> IR (HWC chain with residuals).
 
-Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1; any over one channel), ADD (residual), MAX_POOL_2D,
-AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H and W (global average
-pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX (over the channels),
-HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel or per element), LOGISTIC, RESHAPE (a
-flatten before a dense layer, or its inverse), PAD/PADV2 folded into the window op that alone reads
-it, QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a TRANSPOSE NCHW -> NHWC of
-the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6. A [1, N] graph input (a
-dense model's) is the 1 x 1 x N map.
+Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1; any over one channel), ADD
+(residual), MAX_POOL_2D, AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H
+and W (global average pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX
+(over the channels), HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel or per element),
+LOGISTIC, RESHAPE (a flatten before a dense layer, or its inverse), PAD/PADV2 folded into the
+window op that alone reads it (a channel padding with the zero point into the CONV_2D after it: the
+padded channels add nothing), QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a
+TRANSPOSE NCHW -> NHWC of the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6.
+A [1, N] graph input (a dense model's) is the 1 x 1 x N map.
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
 operator index and its op.
@@ -216,12 +217,14 @@ _HINTS = {"TANH": " (supported activations: HARD_SWISH, LEAKY_RELU, PRELU, LOGIS
 @dataclass
 class _View:
     """What a .tflite tensor is in the IR: IR tensor `t`, possibly flattened to (1, N), or
-    padded by a PAD op (pads top, left, bottom, right) waiting for the window op that reads it."""
+    padded by a PAD op (pads top, left, bottom, right; channels before, after) waiting for the
+    window op that reads it."""
     t: int
     flat: bool = False
     pad: tuple[int, int, int, int] | None = None
     pad_value: str = ""           # "zero_point" (PAD) or "min" (PADV2 with -128)
     pad_op: int = -1
+    channel_pad: tuple[int, int] = (0, 0)
 
 
 class _Importer:
@@ -380,6 +383,9 @@ class _Importer:
                    "computes that)" if op.name == "AVERAGE_POOL_2D" else "")
             raise self.error(f"reads the output of PAD (operator {view.pad_op}): a PAD may only "
                              f"feed a convolution or a max pool{why}", op, t)
+        if any(view.channel_pad) and op.name != "CONV_2D":
+            raise self.error(f"reads the output of PAD (operator {view.pad_op}) of the channels: "
+                             "a channel padding may only feed a CONV_2D", op, t)
         return view
 
     def shape(self, t: int) -> ir.Shape:
@@ -479,15 +485,18 @@ class _Importer:
                                  "multiplier 1 is supported (or any over one channel)", op, f)
             cout, axis = c, 3
         else:
-            if f.shape[3] != c:
+            before, after = view.channel_pad
+            if f.shape[3] != before + c + after:
                 raise self.error(f"filter {list(f.shape)} takes {f.shape[3]} input channels, "
-                                 f"the input has {c} (grouped convolution is not supported)",
-                                 op, f)
+                                 f"the input has {before + c + after} (grouped convolution is "
+                                 "not supported)", op, f)
             cout, axis = f.shape[0], 0
         layer = self.window(op, view, ir.DEPTHWISE if depthwise and not as_conv else ir.CONV,
                             f.shape[1], f.shape[2], cout)
         scales = self.filter_scales(op, f, axis, cout)
         w = self.const(op, f, "i1").astype(np.int8)
+        if any(view.channel_pad):        # padded channels hold the zero point: they add nothing
+            w = w[..., view.channel_pad[0]:view.channel_pad[0] + c]
         layer.weights = Weights(w=w.transpose(3, 1, 2, 0).copy() if as_conv else w,
                                 bias=self.bias(op, 2, cout), scales=scales)
         self.qparams(op, self.tensor(op, 0))
@@ -605,8 +614,9 @@ class _Importer:
         if p.type not in (_INT32, 4) or p.shape != (4, 2):
             raise self.error("paddings must be a constant int32 [4, 2] tensor", op, p)
         pads = self.const(op, p, "<i4" if p.type == _INT32 else "<i8").astype(np.int64)
-        if np.any(pads[0] != 0) or np.any(pads[3] != 0) or np.any(pads < 0):
-            raise self.error(f"pads {pads.tolist()}: only non-negative H and W padding", op)
+        if np.any(pads[0] != 0) or np.any(pads < 0):
+            raise self.error(f"pads {pads.tolist()}: only non-negative H, W and channel "
+                             "padding", op)
         value = "zero_point"
         if op.name == "PADV2":
             v = self.tensor(op, 2)
@@ -617,8 +627,12 @@ class _Importer:
         if self.readers.get(self.out(op).index, 0) != 1:
             raise self.error("a PAD must feed exactly one window op", op)
         top, bottom, left, right = (int(x) for x in pads[1:3].reshape(-1))
+        channels = (int(pads[3][0]), int(pads[3][1]))
+        if any(channels) and value != "zero_point":
+            raise self.error("a channel padding must pad with the zero point", op)
         self.views[self.out(op).index] = _View(view.t, pad=(top, left, bottom, right),
-                                               pad_value=value, pad_op=op.index)
+                                               pad_value=value, pad_op=op.index,
+                                               channel_pad=channels)
 
     def pixel_op(self, op: _Op) -> None:
         """SOFTMAX (over the channels) and the element-wise activations: a layer of their own,
