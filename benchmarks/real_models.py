@@ -5,7 +5,8 @@ and compare with TFLite Micro's interpreter on the same file.
 For each file: the import result (or its one-line error), then under vanilla, p1:1.3 and p1:inf
 the peak RAM, F, whether the generated C gives TFLite Micro's bytes on two seeded inputs, and the
 measured arena against the predicted one. A file whose graph opens with a TRANSPOSE NCHW -> NHWC
-gets its input transposed for TFLite Micro (msf-pio reads H x W x C).
+gets its input transposed for TFLite Micro (msf-pio reads H x W x C); a float-edged file
+(QUANTIZE in, DEQUANTIZE out) is fed the dequantized input and its output requantized.
 
 Run: python benchmarks/real_models.py FILE.tflite [FILE ...] [--max-macs 1e9]
 """
@@ -29,20 +30,26 @@ from msf_pio.model import load_model  # noqa: E402
 from msf_pio.verify import seeded_input  # noqa: E402
 
 
-def tflm_output(data: bytes, x: np.ndarray, file_shape: tuple) -> np.ndarray:
+def tflm_output(data: bytes, model, x: np.ndarray) -> np.ndarray:
+    """TFLite Micro on the file: fed x (transposed for an NCHW file, dequantized for a float
+    input), its output as int8 (requantized with the model's output scale if it is float)."""
     from tflite_micro.python.tflite_micro import runtime
     interp = runtime.Interpreter.from_bytes(data, arena_size=1 << 26)
-    if len(file_shape) == 4 and tuple(file_shape[1:]) != x.shape:    # NCHW file
+    details = interp.get_input_details(0)
+    shape = tuple(details["shape"])
+    if len(shape) == 4 and shape[1:] != x.shape:                       # NCHW file
         x = x.transpose(2, 0, 1)
-    interp.set_input(x.reshape(file_shape), 0)
+    x = x.reshape(shape)
+    if details["dtype"] == np.float32:
+        q = model.q_input
+        x = ((x.astype(np.float32) - q.zero_point) * np.float32(q.scale))
+    interp.set_input(x, 0)
     interp.invoke()
-    return interp.get_output(0).reshape(-1)
-
-
-def file_input_shape(data: bytes) -> tuple:
-    from tflite_micro.python.tflite_micro import runtime
-    interp = runtime.Interpreter.from_bytes(data, arena_size=1 << 26)
-    return tuple(interp.get_input_details(0)["shape"])
+    y = interp.get_output(0).reshape(-1)
+    if y.dtype == np.float32:
+        q = model.layers[-1].q_out
+        y = np.clip(np.round(y / np.float32(q.scale)) + q.zero_point, -128, 127).astype(np.int8)
+    return y
 
 
 def evaluate(path: Path, max_macs: float) -> list[str]:
@@ -51,7 +58,6 @@ def evaluate(path: Path, max_macs: float) -> list[str]:
     except MsfError as exc:
         return [f"{path.name}: not imported: {exc}"]
     data = path.read_bytes()
-    shape = file_input_shape(data)
     ops = sorted({l.op for l in model.layers})
     lines = [f"{path.name}: {len(model.layers)} layers {model.input_shape} -> "
              f"{model.output_shape}, ops {', '.join(ops)}"]
@@ -60,7 +66,7 @@ def evaluate(path: Path, max_macs: float) -> list[str]:
     if vanilla.macs > max_macs:
         return lines + [f"  skipped: {vanilla.macs} MACs > --max-macs"]
     inputs = [seeded_input(model, s) for s in (0, 1)]
-    expected = [tflm_output(data, x, shape) for x in inputs]
+    expected = [tflm_output(data, model, x) for x in inputs]
     for label, plan in (("vanilla", vanilla), ("p1:1.3", solvers.p1_min_ram(graph, 1.3)),
                         ("p1:inf", solvers.p1_min_ram(graph))):
         build = HostBuild(generate(model, plan))
