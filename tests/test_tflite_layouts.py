@@ -32,8 +32,19 @@ def _head(b: TfliteBuilder, c, hw: int, ch: int, s_c) -> int:
     return y
 
 
+def _conv_head(b: TfliteBuilder, x, s_x, filter_shape, out_hw, stride, padding) -> int:
+    """CONV_2D (8 filters, RELU) on x -> the head."""
+    w, sw = b.weights("conv", filter_shape, 0)
+    fan_in = int(np.prod(filter_shape[1:]))
+    s_c = b.out_scale(s_x, sw, fan_in)
+    c = b.activation("conv", (1, *out_hw, 8), s_c, -128)
+    b.op(OP.CONV_2D, [x, w, b.bias("conv", 8, 3000)], [c], OPT.Conv2DOptions,
+         conv_options(padding, stride, A.RELU))
+    return _head(b, c, out_hw[0] * out_hw[1], 8, s_c)
+
+
 def nchw_net(seed: int, perm=(0, 2, 3, 1)) -> bytes:
-    """int8 NCHW input (1, 3, 10, 12) -> TRANSPOSE perm -> CONV 3x3/2 SAME RELU -> head."""
+    """int8 NCHW input (1, 3, 10, 12) -> TRANSPOSE perm -> CONV 3x3/2 SAME -> head."""
     b = TfliteBuilder(seed)
     s_x = np.float32(0.02)
     x = b.activation("x_nchw", (1, 3, 10, 12), s_x, -1)
@@ -41,12 +52,7 @@ def nchw_net(seed: int, perm=(0, 2, 3, 1)) -> bytes:
     shape = tuple(np.array((1, 3, 10, 12))[list(perm)])
     xt = b.activation("x_nhwc", shape, s_x, -1)
     b.op(OP.TRANSPOSE, [x, perm_t], [xt], OPT.TransposeOptions, fb.TransposeOptionsT())
-    w, sw = b.weights("conv", (8, 3, 3, 3), 0)
-    s_c = b.out_scale(s_x, sw, 27)
-    c = b.activation("conv", (1, 5, 6, 8), s_c, -128)
-    b.op(OP.CONV_2D, [xt, w, b.bias("conv", 8, 3000)], [c], OPT.Conv2DOptions,
-         conv_options(SAME, 2, A.RELU))
-    return b.finish([x], [_head(b, c, 30, 8, s_c)])
+    return b.finish([x], [_conv_head(b, xt, s_x, (8, 3, 3, 3), (5, 6), 2, SAME)])
 
 
 def one_channel_multiplier_net(seed: int) -> bytes:
@@ -78,12 +84,7 @@ def channel_pad_net(seed: int, reader=OP.CONV_2D) -> bytes:
         y = b.activation("pool", (1, 4, 3, 6), s_x, -7)
         b.op(OP.MAX_POOL_2D, [xp], [y], OPT.Pool2DOptions, pool_options(VALID, 2, 2, 2))
         return b.finish([x], [y])
-    w, sw = b.weights("conv", (8, 3, 3, 6), 0)
-    s_c = b.out_scale(s_x, sw, 54)
-    c = b.activation("conv", (1, 7, 5, 8), s_c, -128)
-    b.op(OP.CONV_2D, [xp, w, b.bias("conv", 8, 3000)], [c], OPT.Conv2DOptions,
-         conv_options(VALID, 1, A.RELU))
-    return b.finish([x], [_head(b, c, 35, 8, s_c)])
+    return b.finish([x], [_conv_head(b, xp, s_x, (8, 3, 3, 6), (7, 5), 1, VALID)])
 
 
 def dense_net(seed: int) -> bytes:
