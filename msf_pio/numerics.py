@@ -266,7 +266,7 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
                                                 ActivationRequant):
     """The integer parameters of layer `index`, derived from the model's scales."""
     layer = model.layers[index]
-    q_in, q_out = model.tensor_q(index), model.tensor_q(index + 1)
+    q_in, q_out = model.tensor_q(model.input_of(index)), model.tensor_q(index + 1)
     if q_in is None or q_out is None:
         raise ValueError(f"layer {index} ({layer.name}): model is not quantized")
     act_min, act_max = activation_range(layer.act, q_out)
@@ -310,6 +310,12 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
             float(layer.weights.scales[0]), int(layer.weights.zero_point)))
     if layer.op in ir.ELEMENTWISE_OPS:
         return activation_requant(layer.op, q_in, q_out, layer.alpha)
+    if layer.op == ir.CONCAT:      # TFLite's int8 kernel copies: one quantization for all
+        if not q_in == model.tensor_q(layer.skip) == q_out:
+            raise ValueError(f"layer {index} ({layer.name}): TFLite's int8 concatenation needs "
+                             f"its inputs and output quantized alike, got {q_in}, "
+                             f"{model.tensor_q(layer.skip)} -> {q_out}")
+        return PoolRequant(act_min, act_max)
     if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
         if q_out != q_in:
             raise ValueError(f"layer {index} ({layer.name}): a pool keeps its input "

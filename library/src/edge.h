@@ -18,10 +18,27 @@ static inline int8_t *msf_locate(int8_t *arena, uint32_t offset, const int8_t *e
     return offset == MSF_EXTERNAL ? (int8_t *)(uintptr_t)external : arena + offset;
 }
 
+/* Inputs of a layer: two for add and concatenation (pixel by pixel), else one. Input k's
+ * model tensor index and channels. */
+static inline int msf_n_inputs(const msf_layer_t *l)
+{
+    return l->op == MSF_ADD || l->op == MSF_CONCAT ? 2 : 1;
+}
+
+static inline int32_t msf_input_tensor(const msf_layer_t *l, int k)
+{
+    return k ? l->skip : l->input;
+}
+
+static inline int32_t msf_input_channels(const msf_layer_t *l, int k)
+{
+    return !k ? l->in_c : l->op == MSF_CONCAT ? l->out_c - l->in_c : l->out_c;
+}
+
 /* Last input position (row or column, by `pad` and `len`) that output position i reads. */
 static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int32_t pad, int32_t len)
 {
-    if (l->op == MSF_ADD) {
+    if (msf_n_inputs(l) == 2) {
         return i;
     }
     int32_t c = i * l->stride - pad + l->kernel - 1;
@@ -30,10 +47,10 @@ static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int32_t pa
 
 /* The layer to run next on the way to the block's last layer's next position (a column, or
  * with `rows` a row): descend from the last layer through the first input lacking what it
- * reads (its own input, then an add's skip made in the block) to a layer whose inputs are
+ * reads (its first input, then its second, if made in the block) to a layer whose inputs are
  * ready. next[l]: the next position of layer l; produced[t]: the last of local tensor t (the
- * input of layer t; tensor 0, the block input, is whole). This is the order the cost model
- * simulates (exact_cost.py's column sweep, line_buffer.py's row sweep). */
+ * output of layer t - 1; tensor 0, the block input, and older tensors are whole). This is the
+ * order the cost model simulates (exact_cost.py's column sweep, line_buffer.py's row sweep). */
 static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
                                       const int32_t *produced, int rows)
 {
@@ -43,11 +60,11 @@ static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
         const int32_t need = rows ? msf_last_input(&L[l], next[l], L[l].pad_top, L[l].in_h)
                                   : msf_last_input(&L[l], next[l], L[l].pad_left, L[l].in_w);
         int32_t lacking = -1;
-        if (l > 0 && produced[l] < need) {
-            lacking = l;
-        } else if (L[l].op == MSF_ADD && L[l].skip > b->first &&
-                   produced[L[l].skip - b->first] < need) {
-            lacking = L[l].skip - b->first;
+        for (int k = 0; k < msf_n_inputs(&L[l]) && lacking < 0; k++) {
+            const int32_t t = msf_input_tensor(&L[l], k) - b->first;
+            if (t > 0 && produced[t] < need) {
+                lacking = t;
+            }
         }
         if (lacking < 0) {
             return l;
@@ -74,17 +91,43 @@ static inline msf_view_t msf_output_view(const msf_block_t *b, int8_t *arena, in
     return msf_whole_view(out, last->out_w, last->out_c);
 }
 
-/* Views of the skip inputs made before the block (adds reading a tensor older than its input). */
-static inline void msf_skip_views(const msf_block_t *b, int8_t *arena, const int8_t *input,
-                                  msf_view_t *skip)
+/* Whole views of the tensors the block reads that are not made in it: the block input
+ * (view[0], shaped as its readers read it) and, per layer l and input k, an older tensor in
+ * outer[2 l + k] (a skip, a branch's stage input). */
+static inline void msf_outer_views(const msf_block_t *b, int8_t *arena, int8_t *in,
+                                   const int8_t *input, msf_view_t *view, msf_view_t *outer)
 {
     for (int32_t l = 0; l < b->n; l++) {
         const msf_layer_t *L = &b->layers[l];
-        if (L->op == MSF_ADD && L->skip < b->first) {
-            skip[l] = msf_whole_view(msf_locate(arena, b->skip_offset[l], input), L->out_w,
-                                     L->out_c);
+        for (int k = 0; k < msf_n_inputs(L); k++) {
+            const int32_t t = msf_input_tensor(L, k), c = msf_input_channels(L, k);
+            if (t == b->first) {
+                view[0] = msf_whole_view(in, L->in_w, c);
+            } else if (t < b->first) {
+                outer[2 * l + k] = msf_whole_view(
+                    msf_locate(arena, b->outer_offset[2 * l + k], input), L->in_w, c);
+            }
         }
     }
+}
+
+/* Input k of block layer l: a view of a tensor made in the block (or its input), or older. */
+static inline const msf_view_t *msf_input_view(const msf_block_t *b, const msf_view_t *view,
+                                               const msf_view_t *outer, int32_t l, int k)
+{
+    const int32_t t = msf_input_tensor(&b->layers[l], k);
+    return t >= b->first ? &view[t - b->first] : &outer[2 * l + k];
+}
+
+/* Runs layer l of the block on output column `col`, rows [r0, r1), into view[l + 1]. */
+static inline void msf_block_column(const msf_block_t *b, const msf_view_t *view,
+                                    const msf_view_t *outer, int32_t l, int32_t col,
+                                    int32_t r0, int32_t r1)
+{
+    const msf_layer_t *L = &b->layers[l];
+    msf_layer_column(L, msf_input_view(b, view, outer, l, 0),
+                     msf_n_inputs(L) == 2 ? msf_input_view(b, view, outer, l, 1) : NULL,
+                     &view[l + 1], col, r0, r1);
 }
 
 static inline void msf_emit(const msf_block_t *b, const msf_sink_t *sink, int32_t row,

@@ -25,6 +25,9 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
     case MSF_ADD:
         msf_add_column(l, in, in2, out, col, r0, r1);
         break;
+    case MSF_CONCAT:
+        msf_concat_column(l, in, in2, out, col, r0, r1);
+        break;
     case MSF_SOFTMAX:
         msf_softmax_column(l, in, out, col, r0, r1);
         break;
@@ -64,18 +67,19 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         return;
     }
     const msf_layer_t *last = &L[n - 1];
-    msf_view_t view[n + 1];                        /* local tensor t = input of layer t */
-    msf_view_t skip[n];                            /* adds: skip inputs made before the block */
+    msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
+    msf_view_t outer[2 * n];                       /* inputs made before the block input */
     int32_t lo[n + 1], hi[n + 1], produced[n + 1], next[n];
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
         const msf_ring_t *r = &b->rings[t - 1];
-        msf_view_t v = {arena + r->offset, 0, L[t].in_c, (int32_t)r->rows * L[t].in_c, r->cols};
+        const int32_t c = L[t - 1].out_c;
+        msf_view_t v = {arena + r->offset, 0, c, (int32_t)r->rows * c, r->cols};
         view[t] = v;
     }
     view[n] = msf_output_view(b, arena, out);
-    msf_skip_views(b, arena, input, skip);
+    msf_outer_views(b, arena, in, input, view, outer);
 
     /* A fused block computes tile_rows output rows per tile (rows are recomputed, columns are
      * cached); a single layer writing a whole tensor is one tile of all its rows, so every
@@ -91,20 +95,21 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         }
         lo[n] = y;
         hi[n] = y + tile_rows < last->out_h ? y + tile_rows : last->out_h;
-        for (int32_t l = n - 1; l >= 0; l--) {
+        for (int32_t l = n - 1; l >= 0; l--) {        /* consumers come after producers */
             int32_t a = lo[l + 1], z = hi[l + 1];
-            if (L[l].op != MSF_ADD) {
+            if (msf_n_inputs(&L[l]) == 1) {
                 a = a * L[l].stride - L[l].pad_top;
                 z = (z - 1) * L[l].stride - L[l].pad_top + L[l].kernel;
                 a = a > 0 ? a : 0;
                 z = z < L[l].in_h ? z : L[l].in_h;
-            } else if (L[l].skip >= b->first) {
-                int32_t s = L[l].skip - b->first;
-                lo[s] = a < lo[s] ? a : lo[s];
-                hi[s] = z > hi[s] ? z : hi[s];
             }
-            lo[l] = a < lo[l] ? a : lo[l];
-            hi[l] = z > hi[l] ? z : hi[l];
+            for (int k = 0; k < msf_n_inputs(&L[l]); k++) {
+                const int32_t s = msf_input_tensor(&L[l], k) - b->first;
+                if (s >= 0) {
+                    lo[s] = a < lo[s] ? a : lo[s];
+                    hi[s] = z > hi[s] ? z : hi[s];
+                }
+            }
         }
         for (int32_t t = 1; t < n; t++) {
             view[t].row0 = lo[t];
@@ -122,12 +127,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         for (int32_t x = 0; x < last->out_w; x++) {
             while (next[n - 1] <= x) {
                 const int32_t l = msf_ready_layer(b, next, produced, 0);
-                const msf_view_t *in2 = NULL;
-                if (L[l].op == MSF_ADD) {
-                    in2 = L[l].skip >= b->first ? &view[L[l].skip - b->first] : &skip[l];
-                }
-                msf_layer_column(&L[l], &view[l], in2, &view[l + 1], next[l], lo[l + 1],
-                                 hi[l + 1]);
+                msf_block_column(b, view, outer, l, next[l], lo[l + 1], hi[l + 1]);
                 produced[l + 1] = next[l]++;
                 for (int32_t r = lo[n]; l == n - 1 && staged && r < hi[n]; r++) {
                     msf_pixel_done(b, arena, sink, &view[n], r, next[l] - 1);

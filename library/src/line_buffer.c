@@ -13,19 +13,19 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     const int32_t n = b->n;
     const msf_layer_t *last = &L[n - 1];
     const int staged = b->head || b->stream;       /* the last layer's pixels go one by one */
-    msf_view_t view[n + 1];                        /* local tensor t = input of layer t */
-    msf_view_t skip[n];                            /* adds: skip inputs made before the block */
+    msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
+    msf_view_t outer[2 * n];                       /* inputs made before the block input */
     int32_t capacity[n], produced[n + 1], next[n], pulled = -1;
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
         const msf_ring_t *r = &b->rings[t - 1];
-        view[t] = msf_whole_view(arena + r->offset, r->cols, L[t].in_c);
+        view[t] = msf_whole_view(arena + r->offset, r->cols, L[t - 1].out_c);
         capacity[t] = r->rows;
         produced[t] = -1;
     }
     view[n] = msf_output_view(b, arena, out);
-    msf_skip_views(b, arena, input, skip);
+    msf_outer_views(b, arena, in, input, view, outer);
     for (int32_t l = 0; l < n; l++) {
         next[l] = 0;
     }
@@ -33,10 +33,6 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
         while (next[n - 1] <= y) {
             const int32_t l = msf_ready_layer(b, next, produced, 1);
             const int32_t row = next[l];
-            const msf_view_t *in2 = NULL;
-            if (L[l].op == MSF_ADD) {
-                in2 = L[l].skip >= b->first ? &view[L[l].skip - b->first] : &skip[l];
-            }
             if (l == 0) {
                 msf_pull_rows(b, source, &view[0], &pulled,
                               msf_last_input(&L[0], row, L[0].pad_top, L[0].in_h));
@@ -48,7 +44,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
                 view[n].row0 = row;
             }
             for (int32_t x = 0; x < L[l].out_w; x++) {
-                msf_layer_column(&L[l], &view[l], in2, &view[l + 1], x, row, row + 1);
+                msf_block_column(b, view, outer, l, x, row, row + 1);
                 if (l == n - 1 && staged) {
                     msf_pixel_done(b, arena, sink, &view[n], row, x);
                 }

@@ -1,7 +1,7 @@
 """Static arena offsets for a plan: a two-ended stack, compacted between edges.
 
 Each edge's output goes to the end opposite its input, stacked on what is still alive there
-(residual skip tensors); its scratch buffers sit in the gap between the two stacks. When a tensor
+(tensors a later layer still reads: skips, branch inputs); its scratch buffers sit in the gap between the two stacks. When a tensor
 dies below a live one (a skip tensor whose add has run), the live ones slide over it before the
 next edge (a memmove the generated code performs), so the stacks never hold a hole and the arena
 is exactly the plan's peak RAM: the measured high-water equals the exact cost model's prediction.
@@ -75,13 +75,14 @@ class _Stack:
 
 
 def _last_use(model: Model, plan: Plan) -> dict[int, int]:
-    """Tensor -> index of the last edge that reads it (its consumer, or the edge of its add)."""
+    """Tensor -> index of the last edge that reads it (the edge of its last reader); an edge's
+    input counts as read by it."""
     use: dict[int, int] = {}
     where = {l: k for k, e in enumerate(plan.blocks) for l in range(e.first, e.last + 1)}
     for k, e in enumerate(plan.blocks):
         use[e.first] = max(use.get(e.first, k), k)
-    for a, s in model.residuals().items():
-        use[s] = max(use.get(s, 0), where[a])
+    for t, l in model.last_reader().items():
+        use[t] = max(use.get(t, 0), where[l])
     return use
 
 

@@ -17,7 +17,7 @@ from ..model import ir
 from ..model.ir import Model
 from .arena import ArenaLayout, plan_arena
 
-OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
+OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD", ir.CONCAT: "MSF_CONCAT",
        ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
@@ -96,7 +96,8 @@ def _layer_struct(model: Model, i: int, f: dict) -> str:
     (ih, iw, ic), (oh, ow, oc) = l.in_shape, l.out_shape
     fields = {"op": OPS[l.op], "kernel": l.kernel, "stride": l.stride, "pad_top": l.pad_top,
               "pad_left": l.pad_left, "in_h": ih, "in_w": iw, "in_c": ic, "out_h": oh,
-              "out_w": ow, "out_c": oc, "skip": l.skip if l.skip is not None else -1, **f}
+              "out_w": ow, "out_c": oc, "input": model.input_of(i),
+              "skip": l.skip if l.skip is not None else -1, **f}
     return "    {" + ", ".join(f".{k} = {v}" for k, v in fields.items()) + "},"
 
 
@@ -124,12 +125,13 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
               "in_offset": _offset(el.offsets, model, e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el.offsets, model, out_t)
-    skips = [layers[l].skip if layers[l].op == ir.ADD and layers[l].skip < e.first else None
-             for l in range(e.first, e.first + n)]
-    if any(s is not None for s in skips):
-        vals = [_offset(el.offsets, model, s) if s is not None else "0" for s in skips]
-        arrays.append(f"static const uint32_t skip{k}[{n}] = {{{', '.join(vals)}}};\n")
-        fields["skip_offset"] = f"skip{k}"
+    # per layer, its two inputs if made before the block input (a skip, a branch's input)
+    outer = [t if t is not None and t < e.first else None for l in range(e.first, e.first + n)
+             for t in (model.inputs(l) + [None])[:2]]
+    if any(t is not None for t in outer):
+        vals = [_offset(el.offsets, model, t) if t is not None else "0" for t in outer]
+        arrays.append(f"static const uint32_t outer{k}[{2 * n}] = {{{', '.join(vals)}}};\n")
+        fields["outer_offset"] = f"outer{k}"
     offset = el.scratch_offset
     rings = []
     for b in el.scratch:

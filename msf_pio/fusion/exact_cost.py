@@ -11,15 +11,18 @@ H-cache, which the C fused-block executor follows step for step:
   demand: columns are cached, the rows two tiles share are recomputed for each.
 - Every tensor inside a block lives in a column ring: as many rows as the largest tile needs,
   as many columns as all its consumers read (a residual skip tensor inside a block needs more
-  columns than its 1x1 consumer alone); the block input is read in place from the arena.
+  columns than its 1x1 consumer alone); the block input, and any tensor made before the block
+  that a layer of it reads (a skip, a branch's stage input), is read in place from the arena.
   Padding taps are skipped, so rows and columns are clipped to the tensor, and MACs count only
   real taps (DESIGN.md section 5).
 - Pixel ops (softmax over the channels, element-wise activations) are 1 x 1 windows: they fuse
   like any spatial layer, need one column of their input and count no MACs.
 - A block may end with global average pooling (int32 accumulators) and a dense layer after it, so
   the last feature map is never stored whole.
-- A residual skip tensor made before an edge and added during or after it stays alive in the arena;
-  an add writes its output in place over such a skip tensor.
+- A graph is branched: a layer may read any earlier tensor. Every tensor made before an edge
+  and read during or after it stays alive in the arena (a cut keeps it until its last reader);
+  an add writes its output in place over a skip tensor made before the edge that nothing reads
+  after it. No tensor made inside a block may be read after the block.
 - The network input and output live in the caller's buffers (workspace excludes them), unless
   streamed: a streamed input keeps the rows the first edge reads in a ring (stream_input.py),
   a streamed output stages one pixel.
@@ -85,6 +88,9 @@ def _check(model: Model) -> None:
         if layer.op not in ir.ALL_OPS:
             raise MsfError(f"unsupported op '{layer.op}'", source=model.source or model.name,
                            where=f"layers[{i}]")
+    bad = ir.graph_error(model)
+    if bad:
+        raise MsfError(bad[1], source=model.source or model.name, where=f"layers[{bad[0]}]")
 
 
 # -- block schedules ----------------------------------------------------------------------
@@ -117,13 +123,9 @@ class BlockSchedule:
                 for t in range(self.lowest_first + 1, self.end + 1)]
 
 
-def _inputs(layer: Layer, index: int) -> list[int]:
-    return [index, layer.skip] if layer.op == ir.ADD else [index]
-
-
 def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]:
     """Input positions [lo, hi] along one axis that output position i of `layer` reads."""
-    if layer.op == ir.ADD:
+    if layer.op in ir.BINARY_OPS:
         return i, i
     start = i * layer.stride - pad
     return max(start, 0), min(start + layer.kernel - 1, in_len - 1)
@@ -157,7 +159,7 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
         else:
             macs[l] = 0
             need = [(a, b)]
-        for t in _inputs(layer, l):
+        for t in model.inputs(l):
             if t < lowest_first:
                 continue
             nlo, nhi = need[0]
@@ -179,7 +181,7 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int) -> tuple[
     pad = (lambda layer: layer.pad_top) if axis == 0 else (lambda layer: layer.pad_left)
     consumers: dict[int, list[int]] = {}
     for l in range(lowest_first, end + 1):
-        for t in _inputs(layers[l], l):
+        for t in model.inputs(l):
             consumers.setdefault(t, []).append(l)
     produced = {t: -1 for t in range(lowest_first, end + 2)}
     next_pos = {l: 0 for l in range(lowest_first, end + 1)}
@@ -192,9 +194,9 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int) -> tuple[
         return _input_range(layers[l], i, extent(t), pad(layers[l]))
 
     def compute(l: int, i: int) -> None:
-        for t in _inputs(layers[l], l):
+        for t in model.inputs(l):
             if t <= lowest_first:
-                continue                      # the block input: whole, read in place
+                continue                      # made before the block: whole, read in place
             need = reads(l, i, t)[1]
             while produced[t] < need:
                 compute(t - 1, produced[t] + 1)
@@ -217,9 +219,10 @@ def _column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict
 
 
 # -- edges --------------------------------------------------------------------------------
-def _alive_skips(model: Model, first: int) -> list[int]:
-    """Skip tensors made before tensor `first` and added at or after layer `first`."""
-    return [s for a, s in model.residuals().items() if s < first <= a]
+def alive_before(model: Model, first: int) -> list[int]:
+    """Tensors made before tensor `first` and read at or after layer `first`: a cut at `first`
+    keeps them in the arena."""
+    return [t for t, r in model.last_reader().items() if t < first <= r]
 
 
 def arena_tensor_bytes(model: Model, t: int) -> int:
@@ -231,15 +234,17 @@ def arena_tensor_bytes(model: Model, t: int) -> int:
 
 
 def writes_in_place(model: Model, first: int, last: int) -> bool:
-    """An edge ending with an add over a skip tensor already in the arena writes over it."""
+    """An edge ending with an add over a skip tensor already in the arena writes over it, if no
+    other layer of the edge and none after it reads that tensor."""
     tail = model.layers[last]
     return tail.op == ir.ADD and tail.skip < first and arena_tensor_bytes(model, tail.skip) > 0 \
-        and last + 1 != model.n_layers
+        and last + 1 != model.n_layers and \
+        [l for l in model.readers()[tail.skip] if l >= first] == [last]
 
 
 def _edge_ram(model: Model, first: int, last: int, scratch: list[dict]) -> tuple[int, dict]:
     """Workspace bytes of an edge: its input, output, alive skips and scratch buffers."""
-    skip_bytes = sum(arena_tensor_bytes(model, s) for s in _alive_skips(model, first))
+    skip_bytes = sum(arena_tensor_bytes(model, s) for s in alive_before(model, first))
     in_place = writes_in_place(model, first, last)
     out_bytes = 0 if in_place else arena_tensor_bytes(model, last + 1)
     ram = arena_tensor_bytes(model, first) + out_bytes + skip_bytes + \
@@ -256,22 +261,25 @@ def _single(model: Model, i: int) -> Edge:
 
 def _lowest_first(model: Model, end: int) -> int:
     """Smallest block start for a block whose spatial part ends at `end`: spatial layers only,
-    and no skip tensor made inside the block may be added after it."""
-    add_of = model.skip_consumer()
+    and no tensor made inside the block may be read after it."""
+    last_reader = model.last_reader()
     first = end
     while first > 0 and model.layers[first - 1].op in ir.SPATIAL_OPS:
-        if add_of.get(first, -1) > end:       # tensor `first` would become internal
+        if last_reader[first] > end:          # tensor `first` would become internal
             break
         first -= 1
     return first
 
 
 def _tails(model: Model, end: int) -> list[int]:
-    """Possible last layers of a block whose spatial part ends at `end` (iterative head)."""
-    layers, tails = model.layers, [end]
-    if end + 1 < len(layers) and layers[end + 1].op == ir.GLOBAL_AVGPOOL:
+    """Possible last layers of a block whose spatial part ends at `end` (iterative head): the
+    head's inputs are staged, so nothing after it may read them."""
+    layers, tails, last_reader = model.layers, [end], model.last_reader()
+    if end + 1 < len(layers) and layers[end + 1].op == ir.GLOBAL_AVGPOOL and \
+            last_reader[end + 1] == end + 1:
         tails.append(end + 1)
-        if end + 2 < len(layers) and layers[end + 2].op == ir.DENSE:
+        if end + 2 < len(layers) and layers[end + 2].op == ir.DENSE and \
+                last_reader[end + 2] == end + 2:
             tails.append(end + 2)
     return tails
 

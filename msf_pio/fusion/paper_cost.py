@@ -23,6 +23,11 @@ def _check(model: Model) -> None:
         if layer.op not in ir.ALL_OPS:
             raise MsfError(f"unsupported op '{layer.op}'", source=model.source or model.name,
                            where=f"layers[{i}]")
+        # the paper's model is a chain with residual adds: it has no cost for a branch
+        if model.input_of(i) != i or layer.op == ir.CONCAT:
+            raise MsfError(f"the paper cost model takes chains with residual adds only, "
+                           f"'{layer.name or layer.op}' branches (use the exact cost model)",
+                           source=model.source or model.name, where=f"layers[{i}]")
 
 
 def _mpe(layer: Layer) -> int:
@@ -32,7 +37,7 @@ def _mpe(layer: Layer) -> int:
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c
-    if layer.op == ir.ADD or layer.op in ir.PIXEL_OPS:
+    if layer.op in ir.BINARY_OPS or layer.op in ir.PIXEL_OPS:
         return 0
     return layer.kernel * layer.kernel * layer.macs_per_tap()
 

@@ -21,10 +21,11 @@ KIND = "input"      # the scratch entry of the input ring
 
 
 def check(model: Model) -> None:
-    """The input ring serves the first layer only: no add may read the network input."""
-    if model.stream_input and 0 in model.residuals().values():
-        raise MsfError("a streamed input cannot be a residual skip tensor (an add reads the "
-                       "network input)", source=model.source or model.name, where="input")
+    """The input ring serves the first layer only: no other layer may read the network input."""
+    if model.stream_input and model.readers().get(0, [0]) != [0]:
+        raise MsfError("a streamed input cannot be read by a layer other than the first (a "
+                       "residual skip or a branch reads the network input)",
+                       source=model.source or model.name, where="input")
 
 
 def window_rows(model: Model) -> int:

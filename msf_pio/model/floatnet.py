@@ -56,18 +56,19 @@ def forward(model: Model, params: list[FloatWeights | None], x: np.ndarray,
     single = x.ndim == 3
     cur = np.asarray(x, np.float32)[None] if single else np.asarray(x, np.float32)
     hook = hook or (lambda t, a: a)
-    keep = set(model.residuals().values())
-    saved: dict[int, np.ndarray] = {}
-    cur = hook(0, cur)
+    last_reader = model.last_reader()
+    saved = {0: hook(0, cur)}
     for i, layer in enumerate(model.layers):
-        if i in keep:
-            saved[i] = cur
-        cur = hook(i + 1, _activate(_layer(layer, params[i], cur, saved), layer.act))
+        a, *b = (saved[t] for t in model.inputs(i))
+        saved[i + 1] = hook(i + 1, _activate(_layer(layer, params[i], a, b), layer.act))
+        for t in [t for t in saved if last_reader.get(t, -1) == i]:
+            del saved[t]
+    cur = saved[model.n_layers]
     return cur[0] if single else cur
 
 
 def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
-           saved: dict[int, np.ndarray]) -> np.ndarray:
+           second: list[np.ndarray]) -> np.ndarray:
     if layer.op == ir.CONV:
         return _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs @ p.w[:, i, j, :].T,
                        layer.cout) + p.b
@@ -97,7 +98,9 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
         return np.where(x >= 0, x, p.w * x)
     if layer.op == ir.LOGISTIC:
         return 1.0 / (1.0 + np.exp(-x))
-    return x + saved.pop(layer.skip)   # add
+    if layer.op == ir.CONCAT:
+        return np.concatenate([x, second[0]], axis=-1)
+    return x + second[0]   # add
 
 
 def _window(layer: Layer, x: np.ndarray, pad_value: float, tap, channels: int,

@@ -1,8 +1,9 @@
 """The one model IR: a list of layers over HWC int8 tensors.
 
 Tensors are numbered as the paper's graph nodes: tensor 0 is the network input, tensor n+1 the
-output of layer n. Every layer reads tensor n (its index) and, for a residual `add`, also an
-earlier tensor `skip`. Pixel ops (softmax over the channels, element-wise activations) read one
+output of layer n, so layer order is a topological order of the graph. Layer n reads tensor n
+unless its `input` names an earlier tensor (a branch: a ResNet shortcut conv reads its stage
+input); `add` and `concat` also read a second earlier tensor `skip`. Pixel ops (softmax over the channels, element-wise activations) read one
 input pixel per output pixel: windows of 1 x 1, so they fuse like any spatial layer. Cost models, solvers, the code generator and the numpy reference all read
 these objects, so a prediction and the code it predicts cannot drift apart.
 """
@@ -16,6 +17,7 @@ import numpy as np
 CONV = "conv2d"
 DEPTHWISE = "depthwise_conv2d"
 ADD = "add"
+CONCAT = "concat"          # CONCATENATION along channels: `input` then `skip`
 MAX_POOL = "max_pool"
 AVG_POOL = "avg_pool"
 GLOBAL_AVGPOOL = "global_avgpool"
@@ -29,7 +31,8 @@ PRELU = "prelu"
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a k x k window and a stride
 ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
 PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS             # one output pixel per input pixel
-SPATIAL_OPS = WINDOW_OPS + (ADD,) + PIXEL_OPS        # fusable inside a block's tiles
+BINARY_OPS = (ADD, CONCAT)                           # read two tensors, pixel by pixel
+SPATIAL_OPS = WINDOW_OPS + BINARY_OPS + PIXEL_OPS    # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
 ALL_OPS = SPATIAL_OPS + HEAD_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
@@ -74,7 +77,8 @@ class Layer:
     stride: int = 1
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)   # top, left, bottom, right
     act: str = "none"
-    skip: int | None = None                          # add: index of the earlier tensor added
+    skip: int | None = None                          # add, concat: the second tensor read
+    input: int | None = None                         # the (first) tensor read; None: the previous
     name: str = ""
     weights: Weights | None = None
     q_out: QParams | None = None                    # quantization of this layer's output tensor
@@ -149,13 +153,31 @@ class Model:
     def output_shape(self) -> Shape:
         return self.tensor_shape(self.n_layers)
 
+    def input_of(self, l: int) -> int:
+        """The tensor layer l reads first (its `input`, by default the previous layer's output)."""
+        t = self.layers[l].input
+        return l if t is None else t
+
+    def inputs(self, l: int) -> list[int]:
+        """Every tensor layer l reads, its first input first."""
+        layer = self.layers[l]
+        return [self.input_of(l)] + ([layer.skip] if layer.op in BINARY_OPS else [])
+
+    def readers(self) -> dict[int, list[int]]:
+        """Map tensor -> the layers that read it, in order."""
+        out: dict[int, list[int]] = {}
+        for l in range(self.n_layers):
+            for t in self.inputs(l):
+                out.setdefault(t, []).append(l)
+        return out
+
+    def last_reader(self) -> dict[int, int]:
+        """Map tensor -> the last layer reading it (a cut keeps the tensor alive until then)."""
+        return {t: ls[-1] for t, ls in self.readers().items()}
+
     def residuals(self) -> dict[int, int]:
         """Map add-layer index -> skip tensor index."""
         return {i: l.skip for i, l in enumerate(self.layers) if l.op == ADD}
-
-    def skip_consumer(self) -> dict[int, int]:
-        """Map skip tensor index -> index of the add layer that consumes it."""
-        return {s: i for i, s in self.residuals().items()}
 
     @property
     def quantized(self) -> bool:
@@ -163,6 +185,24 @@ class Model:
 
     def with_layers(self, layers: list[Layer]) -> "Model":
         return replace(self, layers=layers)
+
+
+def graph_error(model: Model) -> tuple[int, str] | None:
+    """The first layer that breaks the graph rules, as (layer index, message), or None: every
+    layer reads earlier tensors only, a head layer (global pooling, dense) reads the previous
+    layer's output, and every tensor but the network output is read (one graph output)."""
+    for l, layer in enumerate(model.layers):
+        for t in model.inputs(l):
+            if t is None or not 0 <= t <= l:
+                return l, f"reads tensor {t}, which is not made before it"
+        if layer.op in HEAD_OPS and model.input_of(l) != l:
+            return l, f"{layer.op} must read the previous layer's output"
+    readers = model.readers()
+    for t in range(model.n_layers):
+        if t not in readers:
+            where = "the input" if t == 0 else f"the output of layer {t - 1}"
+            return max(t - 1, 0), f"{where} is read by no layer (a second graph output)"
+    return None
 
 
 def conv_out(size: int, kernel: int, stride: int, pad_before: int, pad_after: int) -> int:

@@ -31,20 +31,45 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
         return a
 
     forward(model, params, calibration, hook=observe)
-    q = [activation_qparams(lo[0], hi[0])]
+    shared = _shared_quantization(model)
+    for t, root in enumerate(shared):           # a concatenation's tensors: the hull of ranges
+        lo[root], hi[root] = min(lo[root], lo[t]), max(hi[root], hi[t])
+    q = [activation_qparams(lo[shared[0]], hi[shared[0]])]
     layers = []
     for i, layer in enumerate(model.layers):
+        root = shared[i + 1]
         if layer.op in SAME_AS_INPUT:
-            q_out = q[i]
+            q_out = q[model.input_of(i)]
         elif layer.op in ir.FIXED_OUTPUT_Q:        # softmax, logistic: TFLite's fixed 1/256
             q_out = ir.FIXED_OUTPUT_Q[layer.op]
+        elif root < i + 1:                         # shares an earlier tensor's parameters
+            q_out = q[root]
         else:
-            q_out = activation_qparams(lo[i + 1], hi[i + 1])
-        weights = (quantize_weights(layer, params[i], q[i].scale)
+            q_out = activation_qparams(lo[root], hi[root])
+        weights = (quantize_weights(layer, params[i], q[model.input_of(i)].scale)
                    if layer.op in PARAM_OPS else None)
         layers.append(replace(layer, weights=weights, q_out=q_out))
         q.append(q_out)
     return replace(model, layers=layers, q_input=q[0])
+
+
+def _shared_quantization(model: Model) -> list[int]:
+    """Per tensor, the first tensor it must share quantization with: TFLite's int8
+    CONCATENATION copies bytes, so its inputs and output are quantized alike (as the TFLite
+    converter makes them). A pool's output keeps its input's, which chains such groups."""
+    root = list(range(model.n_layers + 1))
+
+    def find(t: int) -> int:
+        while root[t] != t:
+            t = root[t]
+        return t
+
+    for i, layer in enumerate(model.layers):
+        if layer.op == ir.CONCAT or layer.op in SAME_AS_INPUT:
+            for t in model.inputs(i):
+                a, b = sorted((find(t), find(i + 1)))
+                root[b] = a
+    return [find(t) for t in range(model.n_layers + 1)]
 
 
 def activation_qparams(lo: float, hi: float) -> QParams:
@@ -101,7 +126,7 @@ def dequantized_params(model: Model) -> list[FloatWeights | None]:
             continue
         shape = [1] * wt.w.ndim
         shape[3 if layer.op == ir.DEPTHWISE else 0] = -1
-        s_in = model.tensor_q(i).scale
+        s_in = model.tensor_q(model.input_of(i)).scale
         params.append(FloatWeights(wt.w * wt.scales.reshape(shape), wt.bias * s_in * wt.scales))
     return params
 

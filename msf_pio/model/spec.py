@@ -15,13 +15,14 @@ from ..errors import MsfError
 from . import ir
 from .ir import Layer, Model, conv_out, same_padding
 
-_COMMON = {"op", "name"}
+_COMMON = {"op", "name", "input"}   # input: the tensor the layer reads (default: the previous)
 _FIELDS = {
     "conv2d": {"out", "kernel", "stride", "padding", "act"},
     "pointwise": {"out", "stride", "act"},
     "depthwise_conv2d": {"out", "kernel", "stride", "padding", "act"},
     "inverted_residual": {"out", "expand", "kernel", "stride", "repeat", "act", "residual"},
     "add": {"from", "act"},
+    "concat": {"from"},
     "max_pool": {"kernel", "stride", "padding"},
     "avg_pool": {"kernel", "stride", "padding"},
     "global_avgpool": set(),
@@ -84,8 +85,12 @@ def spec_to_model(data: Any, source: str = "<spec>") -> Model:
         ctx.where = f"layers[{index}]"
         builder.add_spec_layer(index, spec)
     ctx.where = ""
-    return Model(name=str(name), input_shape=input_shape, layers=builder.layers, source=source,
-                 weights_spec=weights_spec)
+    model = Model(name=str(name), input_shape=input_shape, layers=builder.layers, source=source,
+                  weights_spec=weights_spec)
+    bad = ir.graph_error(model)
+    if bad:
+        raise MsfError(bad[1], source=source, where=builder.spec_where[bad[0]])
+    return model
 
 
 def _input_shape(value: Any, ctx: _Ctx) -> ir.Shape:
@@ -120,6 +125,8 @@ class _Builder:
         self.input_shape = input_shape
         self.spec_outputs: list[int] = []     # spec layer index -> IR tensor index of its output
         self.names: dict[str, int] = {}
+        self.pending_input: int | None = None   # an `input:` the next emitted layer reads
+        self.spec_where: list[str] = []           # IR layer -> the spec layer it came from
 
     # -- field readers ---------------------------------------------------------------------
     def _int(self, spec: dict, key: str, default: int | None = None, minimum: int = 1) -> int:
@@ -174,12 +181,17 @@ class _Builder:
             out = (1, 1, c)
         elif op == ir.DENSE:
             out = (1, 1, out_c)
+        elif op == ir.CONCAT:
+            out = (h, w, c + self._tensor_shape(skip)[2])
         else:  # add
             out = (h, w, c)
+        source, self.pending_input = self.pending_input, None
         layer = Layer(op=op, in_shape=self.shape, out_shape=out, kernel=kernel, stride=stride,
                       pad=tuple(pad), act=act, skip=skip,
+                      input=source if source != len(self.layers) else None,
                       name=name or f"{op}_{len(self.layers)}")
         self.layers.append(layer)
+        self.spec_where.append(self.ctx.where)
         self.shape = out
         return len(self.layers)      # tensor index of this layer's output
 
@@ -199,6 +211,9 @@ class _Builder:
             if key not in _FIELDS[op] | _COMMON:
                 raise self.ctx.error(str(key), f"unknown field for op {op} "
                                                f"(allowed: {', '.join(sorted(_FIELDS[op]))})")
+        if "input" in spec:             # a branch: read an earlier tensor instead of the last
+            self.pending_input = self._ref(spec, "input")
+            self.shape = self._tensor_shape(self.pending_input)
         c = self.shape[2]
         if op == "conv2d":
             out = self._window(ir.CONV, spec, self._int(spec, "out"), "same", self._act(spec, "none"))
@@ -218,6 +233,8 @@ class _Builder:
                              name=spec.get("name", ""))
         elif op == "add":
             out = self._add(spec)
+        elif op == "concat":
+            out = self._concat(spec)
         elif op in ir.PIXEL_OPS:
             out = self._emit(op, c, name=spec.get("name", ""))
             if op == ir.SOFTMAX:
@@ -236,26 +253,42 @@ class _Builder:
         if "name" in spec:
             self.names[str(spec["name"])] = out
 
-    def _add(self, spec: dict) -> int:
-        ref = spec.get("from")
+    def _ref(self, spec: dict, key: str) -> int:
+        """The tensor an earlier spec layer (index or name) made, or 0 for 'input'."""
+        ref = spec.get(key)
         if ref == "input":
-            skip = 0
-        elif isinstance(ref, str) and ref in self.names:
-            skip = self.names[ref]
-        elif isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(self.spec_outputs):
-            skip = self.spec_outputs[ref]
-        else:
-            raise self.ctx.error("from", "must be 'input', the index of an earlier layer or the "
-                                         f"name of an earlier layer, got {ref!r}")
+            return 0
+        if isinstance(ref, str) and ref in self.names:
+            return self.names[ref]
+        if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(self.spec_outputs):
+            return self.spec_outputs[ref]
+        raise self.ctx.error(key, "must be 'input', the index of an earlier layer or the "
+                                  f"name of an earlier layer, got {ref!r}")
+
+    def _current(self) -> int:
+        """The tensor the next layer reads."""
+        return len(self.layers) if self.pending_input is None else self.pending_input
+
+    def _add(self, spec: dict) -> int:
+        skip = self._ref(spec, "from")
         skip_shape = self._tensor_shape(skip)
         if skip_shape != self.shape:
             raise self.ctx.error("from", f"shape {list(skip_shape)} of the added tensor differs "
                                          f"from the current shape {list(self.shape)}")
-        if skip in {l.skip for l in self.layers if l.op == ir.ADD}:
-            raise self.ctx.error("from", "a tensor can be added only once")
-        if skip == len(self.layers):
+        if skip == self._current():
             raise self.ctx.error("from", "adds the current tensor to itself")
         return self._emit(ir.ADD, self.shape[2], act=self._act(spec, "none"), skip=skip,
+                          name=spec.get("name", ""))
+
+    def _concat(self, spec: dict) -> int:
+        """CONCATENATION along channels: the current tensor's channels, then `from`'s."""
+        skip = self._ref(spec, "from")
+        skip_shape = self._tensor_shape(skip)
+        if skip_shape[:2] != self.shape[:2]:
+            raise self.ctx.error("from", f"shape {list(skip_shape)} of the concatenated tensor "
+                                         f"differs in height or width from the current shape "
+                                         f"{list(self.shape)}")
+        return self._emit(ir.CONCAT, self.shape[2] + skip_shape[2], skip=skip,
                           name=spec.get("name", ""))
 
     def _tensor_shape(self, t: int) -> ir.Shape:
@@ -276,7 +309,7 @@ class _Builder:
         out = len(self.layers)
         for r in range(repeat):
             s = stride if r == 0 else 1
-            block_in = len(self.layers)
+            block_in = self._current()
             cin = self.shape[2]
             can_add = s == 1 and cin == out_c
             if residual is True and not can_add:

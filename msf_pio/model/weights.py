@@ -142,7 +142,7 @@ def _array(arrays: dict, key: str, shape: tuple[int, ...], path: str) -> np.ndar
 
 def _check_same_layers(model: Model, imported: Model, path: str, compare_act: bool) -> None:
     """The spec and the ONNX file must describe the same layers in the same order."""
-    fields = ("op", "in_shape", "out_shape", "kernel", "stride", "pad", "skip")
+    fields = ("op", "in_shape", "out_shape", "kernel", "stride", "pad", "skip", "input")
     fields += ("act",) if compare_act else ()   # QDQ files fold activations into output ranges
     if model.n_layers != imported.n_layers:
         raise MsfError(f"has {imported.n_layers} layers, the spec {model.n_layers}", source=path)

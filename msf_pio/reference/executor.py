@@ -24,8 +24,7 @@ def run_model(model: Model, x: np.ndarray) -> np.ndarray:
     if x.shape != tuple(model.input_shape) or x.dtype != np.int8:
         raise ValueError(f"input must be int8 {model.input_shape}, got {x.dtype} {x.shape}")
     tensors = {0: x}
-    last_use = {t: i for i, layer in enumerate(model.layers)
-                for t in (i, layer.skip) if t is not None}
+    last_use = model.last_reader()
     for i in range(model.n_layers):
         tensors[i + 1] = run_layer(model, i, tensors)
         for t in [t for t in tensors if last_use.get(t, -1) == i]:
@@ -34,9 +33,9 @@ def run_model(model: Model, x: np.ndarray) -> np.ndarray:
 
 
 def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
-    """Output tensor index+1 of layer `index`, from tensors[index] (and tensors[skip] for add)."""
+    """Output tensor index+1 of layer `index`, from the tensors it reads (model.inputs)."""
     layer = model.layers[index]
-    x = np.asarray(tensors[index])
+    x = np.asarray(tensors[model.input_of(index)])
     if x.shape != tuple(layer.in_shape):
         raise ValueError(f"layer {index} ({layer.name}): input shape {x.shape}, "
                          f"expected {layer.in_shape}")
@@ -47,6 +46,8 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
         out = nm.multiply_by_quantized_multiplier(acc, rq.multiplier, rq.shift) + rq.output_offset
     elif layer.op == ir.ADD:
         out = _add(rq, x, np.asarray(tensors[layer.skip]))
+    elif layer.op == ir.CONCAT:      # one quantization for all (numerics): the bytes, joined
+        out = np.concatenate([x, np.asarray(tensors[layer.skip])], axis=-1)
     elif layer.op == ir.MAX_POOL:
         out = windows(padded(x, layer, nm.INT8_MIN - 1), layer).max(axis=(2, 3))
     elif layer.op == ir.AVG_POOL:

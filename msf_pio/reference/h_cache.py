@@ -51,7 +51,7 @@ def tile_rows_needed(model: Model, first: int, end: int, y0: int, y1: int
     for l in range(end, first - 1, -1):
         layer = model.layers[l]
         lo, hi = input_span(layer, *need[l + 1], 0)
-        for t in [l, layer.skip] if layer.op == ir.ADD else [l]:
+        for t in model.inputs(l):
             if t > first:
                 a, b = need.get(t, (lo, hi))
                 need[t] = (min(a, lo), max(b, hi))
@@ -63,7 +63,7 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
               ) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last under the H-cache with tiles of `tile_rows`
     rows and `rings` (tensor -> (rows, columns)) for its internal tensors; `tensors` holds the
-    block input and the skip tensors made before it. Also returns the output pixels every
+    block input and the tensors made before it that the block reads. Also returns the output pixels every
     spatial layer computed, as a count per (layer, row, column)."""
     layers = model.layers
     end = last
@@ -83,7 +83,7 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
         def compute(l: int, x: int) -> None:
             layer = layers[l]
             hi = input_span(layer, x, x, 1)[1]
-            for t in [l, layer.skip] if layer.op == ir.ADD else [l]:
+            for t in model.inputs(l):
                 while t > first and produced[t] < hi:
                     compute(t - 1, produced[t] + 1)
             rows = need[l + 1]

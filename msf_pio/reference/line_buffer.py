@@ -38,7 +38,7 @@ class _Ring:
 def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
               tensors: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last run as a line buffer with `ring_rows` rows per
-    internal tensor; `tensors` holds the block input and skip tensors made before it. Also
+    internal tensor; `tensors` holds the block input and the tensors made before it that the block reads. Also
     returns the output rows every spatial layer computed."""
     layers = model.layers
     end = last
@@ -55,7 +55,7 @@ def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
     def compute(l: int, y: int) -> None:
         layer = layers[l]
         hi = input_span(layer, y, y, 0)[1]
-        for t in [l, layer.skip] if layer.op == ir.ADD else [l]:
+        for t in model.inputs(l):
             while t > first and produced[t] < hi:
                 compute(t - 1, produced[t] + 1)
         row = run_region(model, l, (y, y), (0, layer.out_shape[1] - 1), read)[0]

@@ -23,7 +23,7 @@ class RingError(AssertionError):
 
 def input_span(layer: ir.Layer, lo: int, hi: int, axis: int) -> tuple[int, int]:
     """Input positions [a, b] (axis 0 rows, 1 columns) that outputs lo..hi of `layer` read."""
-    if layer.op == ir.ADD:
+    if layer.op in ir.BINARY_OPS:
         return lo, hi
     pad = layer.pad[axis]
     start = lo * layer.stride - pad
@@ -37,11 +37,11 @@ Reader = Callable[[int, int, int, int, int], np.ndarray]   # (tensor, r0, r1, c0
 def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int],
                read: Reader) -> np.ndarray:
     """Output rows rows[0]..rows[1] x columns cols[0]..cols[1] of layer l, from the input pixels
-    `read` returns (for an add, of both inputs)."""
+    `read` returns (of both inputs for add and concat)."""
     layer = model.layers[l]
     (r0, r1), (c0, c1) = input_span(layer, *rows, 0), input_span(layer, *cols, 1)
     pad = layer.pad
-    if layer.op != ir.ADD:       # what of the windows lies outside the input stays padding
+    if layer.has_window:         # what of the windows lies outside the input stays padding
         top, left = r0 - (rows[0] * layer.stride - layer.pad_top), \
             c0 - (cols[0] * layer.stride - layer.pad_left)
         bottom = rows[1] * layer.stride - layer.pad_top + layer.kernel - 1 - r1
@@ -51,7 +51,5 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
                   out_shape=(rows[1] - rows[0] + 1, cols[1] - cols[0] + 1, layer.out_shape[2]),
                   pad=pad)
     sub = model.with_layers([cut if i == l else x for i, x in enumerate(model.layers)])
-    inputs = {l: read(l, r0, r1, c0, c1)}
-    if layer.op == ir.ADD:
-        inputs[layer.skip] = read(layer.skip, r0, r1, c0, c1)
+    inputs = {t: read(t, r0, r1, c0, c1) for t in model.inputs(l)}
     return run_layer(sub, l, inputs)

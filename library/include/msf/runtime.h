@@ -29,14 +29,15 @@ static inline int8_t *msf_pixel(const msf_view_t *v, int32_t row, int32_t col)
 enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
     MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
-    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11
+    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. */
 typedef struct {
     uint8_t op, kernel, stride, pad_top, pad_left;
     uint16_t in_h, in_w, in_c, out_h, out_w, out_c;
-    int16_t skip;                 /* add: model tensor index of the skip input */
+    int16_t input;                /* model tensor index of the (first) input */
+    int16_t skip;                 /* add, concat: model tensor index of the second input */
     int32_t in_offset;            /* -zero_point of the (first) input */
     int32_t out_offset;           /* zero_point of the output */
     int32_t act_min, act_max;
@@ -100,7 +101,8 @@ typedef struct {
                                    * (0: the input is whole) */
     uint32_t in_offset;           /* arena offsets (or MSF_EXTERNAL) of the block input, */
     uint32_t out_offset;          /* its output, */
-    const uint32_t *skip_offset;  /* and, per spatial layer, an add's skip made before the block */
+    const uint32_t *outer_offset; /* and, per spatial layer, of its two inputs (first, second)
+                                   * if made before the block input (a skip, a branch input) */
     const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors: column
                                    * rings (H-cache) or rings of whole rows (line buffer) */
     uint32_t staging_offset;      /* head: one output pixel of the last spatial layer */
@@ -108,7 +110,8 @@ typedef struct {
 } msf_block_t;
 
 /* Kernels: output column `col`, rows [r0, r1) of a window layer (conv, depthwise, pools), an
- * add (`in2` is its skip input) or a pixel op (softmax over channels, element-wise activation). */
+ * add or a concatenation along channels (`in2` is the second input) or a pixel op (softmax over
+ * channels, element-wise activation). */
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                        int32_t col, int32_t r0, int32_t r1);
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
@@ -117,6 +120,8 @@ void msf_pool_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_
                      int32_t col, int32_t r0, int32_t r1);
 void msf_add_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                     const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_concat_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
+                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 void msf_softmax_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                         int32_t col, int32_t r0, int32_t r1);
 void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
