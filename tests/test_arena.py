@@ -15,7 +15,7 @@ from tests.random_models import small_specs
 def check_layout(model, plan):
     layout = plan_arena(model, plan)
     assert layout.size == plan.peak_ram
-    residuals = model.residuals()
+    last_reader = model.last_reader()
     where = {}                                 # tensor -> offset where it was last written
     for e, el in zip(plan.blocks, layout.edges):
         for mv in el.moves:
@@ -33,7 +33,7 @@ def check_layout(model, plan):
             spans.append((off, off + b["bytes"], b["kind"]))
             off += b["bytes"]
         # every buffer the edge touches is present
-        needed = {e.first, e.last + 1} | {s for a, s in residuals.items() if s < e.first <= a}
+        needed = {e.first, e.last + 1} | {t for t, r in last_reader.items() if t < e.first <= r}
         for t in needed:
             assert t in el.offsets or arena_tensor_bytes(model, t) == 0 or \
                 e.detail.get("in_place")

@@ -21,6 +21,9 @@ MLPERF_TINY = {   # zoo name -> (input shape, output shape, op kinds)
     "mlperf-tiny-vww": ((96, 96, 3), (1, 1, 2), {ir.CONV, ir.DEPTHWISE, ir.GLOBAL_AVGPOOL,
                                                  ir.DENSE, ir.SOFTMAX}),
     "mlperf-tiny-ad": ((1, 1, 640), (1, 1, 640), {ir.DENSE}),
+    # ResNet-8: shortcut convs read a stack input two layers back (a branched graph)
+    "mlperf-tiny-ic": ((32, 32, 3), (1, 1, 10), {ir.CONV, ir.ADD, ir.GLOBAL_AVGPOOL, ir.DENSE,
+                                                 ir.SOFTMAX}),
 }
 
 
@@ -49,6 +52,9 @@ def test_mlperf_tiny_round_trip_is_bit_exact_with_tflm(name, tmp_path):
             assert build.run(inputs[0], "count").figures["macs_counted"] == plan.macs
         finally:
             build.close()
+    if name == "mlperf-tiny-ic":      # the shortcut convs really branch, and blocks span them
+        assert sum(model.input_of(l) != l for l in range(model.n_layers)) == 2
+        assert plans[2].peak_ram < plans[1].peak_ram < plans[0].peak_ram / 4
     if name == "mlperf-tiny-vww":     # fusion pays: least RAM far below vanilla (with row tiles,
         # F <= 1.3 already reaches the F = inf floor)
         assert plans[2].peak_ram <= plans[1].peak_ram < plans[0].peak_ram / 4

@@ -121,7 +121,8 @@ class _Graph:
 
     def padded_input(self, index: int, layer: Layer) -> tuple[int, int]:
         """(input tensor, TFLite padding) for a window op, inserting a PAD op when needed."""
-        x = self.activation(index, 4)
+        src = self.model.input_of(index)
+        x = self.activation(src, 4)
         h, w, c = layer.in_shape
         k, s = layer.kernel, layer.stride
         same = same_padding(h, k, s) + same_padding(w, k, s)
@@ -133,7 +134,7 @@ class _Graph:
         if layer.op == ir.AVG_POOL:
             raise ValueError(f"layer {index} ({layer.name}): TFLite cannot express avg_pool "
                              f"padding {layer.pad} (neither SAME nor VALID)")
-        q = self.model.tensor_q(index)
+        q = self.model.tensor_q(src)
         out = self.tensor(f"{layer.name}_padded", (1, h + top + bottom, w + left + right, c),
                           fb.TensorType.INT8, _per_tensor(q))
         paddings = self.tensor(f"{layer.name}_paddings", (4, 2), fb.TensorType.INT32,
@@ -152,7 +153,7 @@ class _Graph:
         """Filter and bias tensors; per-channel along `dim` unless the scales are all equal."""
         wts = layer.weights
         scales = nm.f32(wts.scales).astype(np.float32)
-        in_scale = nm.f32(self.model.tensor_q(index).scale)
+        in_scale = nm.f32(self.model.tensor_q(self.model.input_of(index)).scale)
         per_channel = layer.op != ir.DENSE or np.unique(scales).size > 1
         if not per_channel:
             scales = scales[:1]
@@ -167,6 +168,7 @@ class _Graph:
     def layer(self, index: int) -> None:
         layer = self.model.layers[index]
         act = _ACTIVATION[layer.act]
+        src = self.model.input_of(index)          # the tensor it reads (a branch: not index)
         if layer.op in (ir.CONV, ir.DEPTHWISE):
             x, padding = self.padded_input(index, layer)
             filt, bias = self.weights(index, layer, 0 if layer.op == ir.CONV else 3)
@@ -189,11 +191,11 @@ class _Graph:
                                data=np.array([1, 2], "<i4"))
             options = fb.ReducerOptionsT()
             options.keepDims = True
-            self.op(fb.BuiltinOperator.MEAN, [self.activation(index, 4), axes],
+            self.op(fb.BuiltinOperator.MEAN, [self.activation(src, 4), axes],
                     [self.output(index, layer)], fb.BuiltinOptions.ReducerOptions, options)
         elif layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
             if layer.op == ir.GLOBAL_AVGPOOL:
-                x, padding = self.activation(index, 4), fb.Padding.VALID
+                x, padding = self.activation(src, 4), fb.Padding.VALID
                 kh, kw, stride = layer.in_shape[0], layer.in_shape[1], 1
             else:
                 x, padding = self.padded_input(index, layer)
@@ -211,13 +213,22 @@ class _Graph:
             options = fb.AddOptionsT()
             options.fusedActivationFunction = act
             self.op(fb.BuiltinOperator.ADD,
-                    [self.activation(index, 4), self.activation(layer.skip, 4)],
+                    [self.activation(src, 4), self.activation(layer.skip, 4)],
                     [self.output(index, layer)], fb.BuiltinOptions.AddOptions, options)
+        elif layer.op == ir.CONCAT:
+            if layer.act != "none":
+                raise ValueError(f"layer {index} ({layer.name}): concat has no fused activation")
+            options = fb.ConcatenationOptionsT()
+            options.axis = 3
+            self.op(fb.BuiltinOperator.CONCATENATION,
+                    [self.activation(src, 4), self.activation(layer.skip, 4)],
+                    [self.output(index, layer)], fb.BuiltinOptions.ConcatenationOptions,
+                    options)
         elif layer.op == ir.DENSE:
             filt, bias = self.weights(index, layer, 0)
             options = fb.FullyConnectedOptionsT()
             options.fusedActivationFunction = act
-            self.op(fb.BuiltinOperator.FULLY_CONNECTED, [self.activation(index, 2), filt, bias],
+            self.op(fb.BuiltinOperator.FULLY_CONNECTED, [self.activation(src, 2), filt, bias],
                     [self.output(index, layer, rank=2)], fb.BuiltinOptions.FullyConnectedOptions,
                     options)
         elif layer.op in ir.PIXEL_OPS:
@@ -230,8 +241,9 @@ class _Graph:
         dense output stays (1, n): no RESHAPE around a classifier's softmax)."""
         if layer.act != "none":
             raise ValueError(f"layer {index} ({layer.name}): {layer.op} has no fused activation")
-        rank = 2 if (index, 4) not in self.views else 4
-        x = self.activation(index, rank)
+        src = self.model.input_of(index)
+        rank = 2 if (src, 4) not in self.views else 4
+        x = self.activation(src, rank)
         out = self.output(index, layer, rank)
         if layer.op == ir.SOFTMAX:
             options = fb.SoftmaxOptionsT()

@@ -1,7 +1,9 @@
-""".tflite (int8, from the TFLite converter or any other writer) -> IR (HWC chain with residuals).
+""".tflite (int8, from the TFLite converter or any other writer) -> IR (a graph of layers: an op
+may read any tensor computed before it, e.g. a ResNet shortcut conv of a stage input).
 
-Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1; any over one channel), ADD
-(residual), MAX_POOL_2D, AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H
+Supported operators: CONV_2D, DEPTHWISE_CONV_2D (multiplier 1; any over one channel), ADD (of
+any two computed tensors of one shape), CONCATENATION (two tensors along the channels), MAX_POOL_2D,
+AVERAGE_POOL_2D (over the whole map: global average pooling), MEAN over H
 and W (global average pooling that requantizes to its own output scale), FULLY_CONNECTED, SOFTMAX
 (over the channels), HARD_SWISH, LEAKY_RELU, PRELU (one int8 slope per channel or per element),
 LOGISTIC, RESHAPE (a flatten before a dense layer, or its inverse), PAD/PADV2 folded into the
@@ -77,6 +79,7 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into _Op.optio
                       "FusedActivationFunction"),
     "FullyConnectedOptions": ("FusedActivationFunction", "WeightsFormat", "KeepNumDims"),
     "AddOptions": ("FusedActivationFunction",),
+    "ConcatenationOptions": ("Axis", "FusedActivationFunction"),
     "ReducerOptions": ("KeepDims",),
 }
 _FLOAT_OPTION_FIELDS = {"SoftmaxOptions": ("Beta",), "LeakyReluOptions": ("Alpha",)}
@@ -238,6 +241,8 @@ class _Importer:
         self.q: list[QParams] = []                 # IR tensor -> quantization
         self.input_shape: ir.Shape = (0, 0, 0)
         self.float_input: int | None = None
+        self.reading: int | None = None            # IR tensor the op being mapped reads
+        self.layer_ops: list[_Op] = []             # IR layer -> the operator it came from
         self.readers: dict[int, int] = {}
         for op in ops:
             for t in op.inputs:
@@ -332,6 +337,7 @@ class _Importer:
             "PADV2": self.pad, "QUANTIZE": self.quantize, "DEQUANTIZE": self.dequantize,
             "SOFTMAX": self.pixel_op, "HARD_SWISH": self.pixel_op, "LEAKY_RELU": self.pixel_op,
             "LOGISTIC": self.pixel_op, "PRELU": self.prelu, "TRANSPOSE": self.transpose,
+            "CONCATENATION": self.concat,
         }
         for op in self.ops:
             if op.name not in handlers:
@@ -361,18 +367,21 @@ class _Importer:
         view = self.views.get(t.index)
         if not self.layers or view is None or view.t != len(self.layers) or view.pad:
             raise self.error("the graph output must be the output of the last layer", tensor=t)
-        return Model(name=Path(self.path).stem, input_shape=self.input_shape, layers=self.layers,
-                     source=self.path, q_input=self.q[0], weights_spec={})
+        model = Model(name=Path(self.path).stem, input_shape=self.input_shape,
+                      layers=self.layers, source=self.path, q_input=self.q[0], weights_spec={})
+        bad = ir.graph_error(model)
+        if bad:
+            raise self.error(bad[1], self.layer_ops[bad[0]])
+        return model
 
     def latest(self, op: _Op, i: int = 0, flat_ok: bool = False, pad_ok: bool = False) -> _View:
-        """The view op's input i: it must be the latest IR tensor (the IR is a chain)."""
+        """The view op's input i: any IR tensor computed before (the layer it becomes reads
+        it: the latest one, or an earlier one for a branch)."""
         t = self.tensor(op, i)
         if t.index not in self.views:
             raise self.error("is not computed by any earlier supported operator", op, t)
         view = self.views[t.index]
-        if view.t != len(self.layers):
-            raise self.error("reads an earlier tensor: the graph must be a chain of layers "
-                             "(only a residual ADD may read an earlier tensor)", op, t)
+        self.reading = view.t
         if view.flat and not flat_ok and self.shape(view.t)[:2] != (1, 1):
             raise self.error("reads a flattened tensor (only FULLY_CONNECTED may)", op, t)
         if view.pad and not pad_ok:
@@ -402,6 +411,10 @@ class _Importer:
                              f"{list(expected[0 if not flat else -1])}", op, out)
         layer.name = out.name
         layer.q_out = q_out
+        if self.reading is not None and self.reading != len(self.layers) and layer.input is None:
+            layer.input = self.reading
+        self.reading = None
+        self.layer_ops.append(op)
         self.layers.append(layer)
         self.q.append(q_out)
         self.views[out.index] = _View(len(self.layers), flat=len(out.shape) == 2)
@@ -511,22 +524,49 @@ class _Importer:
                 raise self.error("is not computed by any earlier supported operator "
                                  "(constant operands are not supported)", op, t)
         va, vb = self.views[a.index], self.views[b.index]
-        latest = len(self.layers)
-        if latest not in (va.t, vb.t) or va.t == vb.t:
-            raise self.error("a residual ADD must add an earlier tensor to the latest one", op)
-        main, skip = (va, vb) if va.t == latest else (vb, va)
+        if va.t == vb.t:
+            raise self.error("adds a tensor to itself", op)
+        # the latest tensor first when it is one of the two (the chain's residual form)
+        main, skip = (vb, va) if vb.t == len(self.layers) else (va, vb)
         if main.pad or skip.pad or main.flat or skip.flat:
             raise self.error("adds a padded or flattened tensor", op)
-        shape = self.shape(latest)
+        shape = self.shape(main.t)
         if self.shape(skip.t) != shape:
             raise self.error(f"adds shapes {list(self.shape(skip.t))} and {list(shape)} (no "
                              "broadcasting)", op)
-        if skip.t in {l.skip for l in self.layers}:
-            raise self.error("a tensor can be added only once", op)
         for t in (a, b):
             self.qparams(op, t)
+        self.reading = main.t
         self.emit(op, Layer(op=ir.ADD, in_shape=shape, out_shape=shape, skip=skip.t,
                             act=self.act(op)), self.qparams(op, self.out(op)))
+
+    def concat(self, op: _Op) -> None:
+        """CONCATENATION of two tensors along the channels; TFLite's int8 kernel copies bytes,
+        so both inputs must be quantized as the output."""
+        if len(op.inputs) != 2:
+            raise self.error(f"concatenates {len(op.inputs)} tensors (two are supported)", op)
+        if self.option(op, "Axis", 0) not in (3, -1):
+            raise self.error(f"concatenates along axis {self.option(op, 'Axis', 0)}: only the "
+                             "channels (axis 3) are supported", op)
+        if self.act(op) != "none":
+            raise self.error("a fused activation on CONCATENATION is not supported", op)
+        first, second = self.latest(op, 0), self.latest(op, 1)
+        if first.flat or second.flat:
+            raise self.error("concatenates a flattened tensor", op)
+        (h, w, c1), (h2, w2, c2) = self.shape(first.t), self.shape(second.t)
+        if (h, w) != (h2, w2):
+            raise self.error(f"concatenates shapes {[h, w, c1]} and {[h2, w2, c2]} (only the "
+                             "channels may differ)", op)
+        q_out = self.qparams(op, self.out(op))
+        for i in (0, 1):
+            q_in = self.qparams(op, self.tensor(op, i))
+            if q_in != q_out:
+                raise self.error(f"input quantization {q_in} differs from the output's {q_out} "
+                                 "(TFLite Micro's int8 kernel requires them equal)", op,
+                                 self.tensor(op, i))
+        self.reading = first.t
+        self.emit(op, Layer(op=ir.CONCAT, in_shape=(h, w, c1), out_shape=(h, w, c1 + c2),
+                            skip=second.t), q_out)
 
     def same_q(self, op: _Op, q_in: QParams) -> QParams:
         """Pools and reshapes keep their input's quantization (TFLite's kernels ignore the
