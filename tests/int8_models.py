@@ -12,6 +12,7 @@ import numpy as np
 from msf_pio.model import ir
 from msf_pio.model.floatnet import weight_shape
 from msf_pio.model.ir import Model, QParams, Weights
+from msf_pio.model.quantize import shared_quantization
 from msf_pio.model.spec import spec_to_model
 
 
@@ -28,11 +29,12 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
     output scales so requantization multipliers exceed one (positive shifts)."""
     rng = np.random.default_rng(seed)
     q = [random_qparams(rng)]
+    shared = shared_quantization(model)      # a concatenation's tensors: one quantization
     layers = []
-    for layer in model.layers:
-        q_in = q[len(layers)]
+    for i, layer in enumerate(model.layers):
+        q_in = q[model.input_of(i)]
         weights = None
-        if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
+        if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL, ir.CONCAT):
             q_out = q_in
         elif layer.op in ir.PIXEL_OPS:      # hard_swish: TFLite needs s_out >= s_in / 128
             q_out = ir.FIXED_OUTPUT_Q.get(layer.op) or QParams(
@@ -56,6 +58,8 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
             weights = Weights(w=w, bias=bias, scales=scales)
             s_out = q_in.scale * float(np.median(scales)) * acc_std / rng.uniform(20, 80) / gain
             q_out = QParams(f32(s_out), int(rng.integers(-128, 128)))
+        if shared[i + 1] != i + 1:
+            q_out = q[shared[i + 1]]
         layers.append(replace(layer, weights=weights, q_out=q_out))
         q.append(q_out)
     return replace(model, layers=layers, q_input=q[0])

@@ -110,6 +110,50 @@ def test_residual_model_every_tensor_matches_tflm(seed):
     np.testing.assert_array_equal(run_model(model, x), tensors[model.n_layers])
 
 
+BRANCHED = [   # a ResNet stage with a strided 1x1 shortcut conv, two branches joined by concat
+    {"op": "conv2d", "out": 6, "kernel": 3, "stride": 1, "act": "relu", "name": "stem"},
+    {"op": "conv2d", "out": 8, "kernel": 3, "stride": 2, "act": "relu"},
+    {"op": "conv2d", "out": 8, "kernel": 3, "name": "main"},
+    {"op": "pointwise", "out": 8, "stride": 2, "input": "stem"},
+    {"op": "add", "from": "main", "act": "relu", "name": "stage"},
+    {"op": "depthwise_conv2d", "kernel": 3, "act": "relu6", "name": "left"},
+    {"op": "pointwise", "out": 5, "input": "stage"},
+    {"op": "concat", "from": "left"},
+    {"op": "max_pool", "kernel": 2},
+]
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_concat_matches_tflm(seed):
+    """CONCATENATION along channels of two computed tensors, and of the network input."""
+    model = single_op_model((7, 9, 3), [
+        {"op": "conv2d", "out": 4, "kernel": 3, "name": "a"},
+        {"op": "depthwise_conv2d", "kernel": 3, "input": "input"},
+        {"op": "concat", "from": "a"},
+        {"op": "concat", "from": "input"}], seed)
+    assert model.output_shape == (7, 9, 10)
+    assert_matches_tflm(model, random_input(model, seed))
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_branched_model_every_tensor_matches_tflm(seed):
+    model = single_op_model((12, 12, 3), BRANCHED, seed)
+    x = random_input(model, seed)
+    data = tflite_bytes(model)
+    interpreter = runtime.Interpreter.from_bytes(
+        data, arena_size=1 << 22, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    interpreter.set_input(x[None], 0)
+    interpreter.invoke()
+    graph = runtime.convert_bytearray_to_object(data).subgraphs[0]
+    names = [t.name.decode() for t in graph.tensors]
+    tensors = {0: x}
+    for i, layer in enumerate(model.layers):
+        tensors[i + 1] = run_layer(model, i, tensors)
+        theirs = interpreter.GetTensor(names.index(layer.name), 0)["tensor_data"]
+        np.testing.assert_array_equal(tensors[i + 1].reshape(-1), theirs.reshape(-1),
+                                      err_msg=f"tensor {i + 1} ({layer.name})")
+
+
 @pytest.mark.parametrize("name", sorted(zoo_names()))
 def test_zoo_model_matches_tflm(name, tmp_path):
     model = materialize(load_model(name))

@@ -27,8 +27,8 @@ from .tflite_builder import (OP, OPT, TT, TfliteBuilder, activation_net, conv_op
 fb = pytest.importorskip("tflite_micro.tensorflow.lite.micro.python.schema_py_generated")
 A = fb.ActivationFunctionType
 SAME, VALID = fb.Padding.SAME, fb.Padding.VALID
-LAYER_FIELDS = ("op", "in_shape", "out_shape", "kernel", "stride", "pad", "act", "skip", "q_out",
-                "requantize", "slope_per_pixel")
+LAYER_FIELDS = ("op", "in_shape", "out_shape", "kernel", "stride", "pad", "act", "skip", "input",
+                "q_out", "requantize", "slope_per_pixel")
 
 
 def assert_same_quantized_model(a, b):

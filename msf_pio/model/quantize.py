@@ -31,7 +31,7 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
         return a
 
     forward(model, params, calibration, hook=observe)
-    shared = _shared_quantization(model)
+    shared = shared_quantization(model)
     for t, root in enumerate(shared):           # a concatenation's tensors: the hull of ranges
         lo[root], hi[root] = min(lo[root], lo[t]), max(hi[root], hi[t])
     q = [activation_qparams(lo[shared[0]], hi[shared[0]])]
@@ -53,7 +53,7 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
     return replace(model, layers=layers, q_input=q[0])
 
 
-def _shared_quantization(model: Model) -> list[int]:
+def shared_quantization(model: Model) -> list[int]:
     """Per tensor, the first tensor it must share quantization with: TFLite's int8
     CONCATENATION copies bytes, so its inputs and output are quantized alike (as the TFLite
     converter makes them). A pool's output keeps its input's, which chains such groups."""
