@@ -232,13 +232,58 @@ def test_bad_inputs(tmp_path, in_shape, message):
         load_onnx(_conv_net(tmp_path, in_shape))
 
 
+def branched_net(tmp_path, concat_axis=1, dangling=False):
+    """ResNet stage (two 3x3 convs, a strided 1x1 shortcut conv of the stage input, Add of the
+    two computed branches), then two branches of the sum joined by Concat, GAP, Gemm."""
+    inits = [_init("w0", (6, 3, 3, 3)), _init("w1", (8, 6, 3, 3)), _init("w2", (8, 8, 3, 3)),
+             _init("ws", (8, 6, 1, 1)), _init("wd", (8, 1, 3, 3)), _init("wp", (4, 8, 1, 1)),
+             _init("b0", (6,), scale=0.1), _init("bs", (8,), scale=0.1),
+             _init("wg", (5, 12)), _init("bg", (5,), scale=0.1)]
+    nodes = [helper.make_node("Conv", ["x", "w0", "b0"], ["c0"], pads=[1, 1, 1, 1], name="stem"),
+             helper.make_node("Relu", ["c0"], ["r0"], name="stem_relu"),
+             helper.make_node("Conv", ["r0", "w1"], ["c1"], pads=[1, 1, 1, 1], strides=[2, 2],
+                              name="down"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="down_relu"),
+             helper.make_node("Conv", ["r1", "w2"], ["c2"], pads=[1, 1, 1, 1], name="main"),
+             helper.make_node("Conv", ["r0", "ws", "bs"], ["s"], strides=[2, 2], name="shortcut"),
+             helper.make_node("Add", ["s", "c2"], ["a"], name="join"),
+             helper.make_node("Relu", ["a"], ["ra"], name="join_relu"),
+             helper.make_node("Conv", ["ra", "wd"], ["d"], pads=[1, 1, 1, 1], group=8, name="dw"),
+             helper.make_node("Conv", ["ra", "wp"], ["p"], name="pw"),
+             helper.make_node("Concat", ["d", "p"], ["cat"], axis=concat_axis, name="cat"),
+             helper.make_node("GlobalAveragePool", ["cat"], ["gp"], name="gap"),
+             helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc")]
+    if dangling:      # a branch nobody reads: a second graph output
+        nodes.insert(6, helper.make_node("Conv", ["r0", "ws"], ["unused"], strides=[2, 2],
+                                         name="orphan"))
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 10), out_shape=[1, 5],
+                 name=f"branched{concat_axis}{int(dangling)}.onnx")
+
+
+def test_branched_net_matches_onnxruntime(tmp_path):
+    path = branched_net(tmp_path)
+    model, params = read_onnx(path)
+    ops = [(l.op, model.inputs(i)) for i, l in enumerate(model.layers)]
+    assert ops[:6] == [("conv2d", [0]), ("conv2d", [1]), ("conv2d", [2]), ("conv2d", [1]),
+                       ("add", [4, 3]), ("depthwise_conv2d", [5])]
+    assert ops[6:8] == [("conv2d", [5]), ("concat", [6, 7])]
+    assert model.layers[7].out_shape == (5, 5, 12)
+    for seed in (1, 2):
+        x = _input((10, 10, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+
+
+def test_branch_errors_name_the_node(tmp_path):
+    with pytest.raises(MsfError, match="node 'cat' \\(Concat\\): concatenates along axis 2"):
+        read_onnx(branched_net(tmp_path, concat_axis=2))
+    with pytest.raises(MsfError, match="node 'orphan' \\(Conv\\): the output of layer 4 is "
+                                       "read by no layer"):
+        read_onnx(branched_net(tmp_path, dangling=True))
+
+
 def test_branching_and_shape_errors(tmp_path):
     inits = [_init("w1", (3, 3, 3, 3)), _init("w2", (3, 3, 1, 1))]
-    branch = [helper.make_node("Conv", ["x", "w1"], ["a"], pads=[1, 1, 1, 1], name="left"),
-              helper.make_node("Conv", ["x", "w2"], ["b"], name="right"),
-              helper.make_node("Add", ["a", "b"], ["y"], name="join")]
-    with pytest.raises(MsfError, match="node 'right' \\(Conv\\): reads the earlier tensor 'x'"):
-        load_onnx(_save(tmp_path, branch, inits, in_shape=(1, 3, 8, 8), name="branch.onnx"))
     mismatch = [helper.make_node("Conv", ["x", "w1"], ["a"], strides=[2, 2], pads=[1, 1, 1, 1], name="down"),
                 helper.make_node("Add", ["a", "x"], ["y"], name="join")]
     with pytest.raises(MsfError, match="node 'join' \\(Add\\): adds shapes"):

@@ -1,4 +1,5 @@
-"""ONNX (NCHW, float or int8 QDQ) -> IR (HWC chain with residual adds).
+"""ONNX (NCHW, float or int8 QDQ) -> IR (HWC layers; a node may read any computed tensor: residual
+adds, shortcut convs, Concat along the channels).
 
 Supported: Conv (groups 1 or depthwise), BatchNormalization, Relu and Clip(0, 6) folded into
 the layer before, Add (residual, or a bias after a conv/dense), MaxPool, AveragePool,
@@ -203,6 +204,8 @@ class _Importer:
         self.padded: dict[str, tuple[tuple[int, int, int, int], float, NodeProto]] = {}
         self.qp: dict[int, QParams] = {}
         self.layers: list[Layer] = []
+        self.nodes_of: list[NodeProto] = []           # IR layer -> the node it came from
+        self.reading: int | None = None               # IR tensor the node being mapped reads
         self.params: list[FloatWeights | None] = []
         self.wsrc: list[tuple[QConst, int, Callable] | None] = []   # int8 weight, out axis, to IR
         self.bsrc: list[QConst | None] = []
@@ -228,7 +231,7 @@ class _Importer:
                     "MatMul": self._dense, "Softmax": self._pixel_op,
                     "HardSwish": self._pixel_op, "LeakyRelu": self._pixel_op,
                     "Sigmoid": self._pixel_op, "PRelu": self._prelu, "Pad": self._pad,
-                    "Transpose": self._transpose}
+                    "Transpose": self._transpose, "Concat": self._concat}
         for node in self.view.nodes:
             self._current = node
             if node.op_type not in handlers:
@@ -240,6 +243,9 @@ class _Importer:
         self._graph_output()
         model = Model(name=Path(self.path).stem, input_shape=self.input_shape, layers=self.layers,
                       source=self.path, weights_spec={"onnx": self.path})
+        bad = ir.graph_error(model)
+        if bad:
+            raise self._error(self.nodes_of[bad[0]], bad[1])
         if not self.view.quantized:
             return model, self.params
         return self._quantized(model), None
@@ -292,7 +298,7 @@ class _Importer:
                         where=f"node '{node.name or node.output[0]}' ({node.op_type})")
 
     def _input(self, node: NodeProto, flat: bool = False, pad_ok: bool = False) -> int:
-        """The IR tensor `node` reads: it must be the latest one (the IR is a chain)."""
+        """The IR tensor `node` reads: the latest one, or an earlier one (a branch)."""
         name = self._name(node.input[0])
         if name not in self.tensor:
             raise self._error(node, f"reads '{node.input[0]}', which no supported node produces")
@@ -307,9 +313,7 @@ class _Importer:
         if name in self.nhwc and node.op_type not in ("Flatten", "Reshape"):
             raise self._error(node, f"reads the NHWC Transpose '{node.input[0]}': a Transpose "
                                     "may only feed a Flatten/Reshape in front of a Gemm/MatMul")
-        if t != len(self.layers):
-            raise self._error(node, f"reads the earlier tensor '{node.input[0]}': only a "
-                                    "residual Add may branch off the chain")
+        self.reading = t
         if (name in self.flat) != flat:
             raise self._error(node, "a Flatten/Reshape may only feed a Gemm/MatMul" if not flat
                               else "input must be flattened (a Flatten/Reshape to (1, N))")
@@ -347,6 +351,10 @@ class _Importer:
     def _emit(self, node: NodeProto, layer: Layer, params: FloatWeights | None = None,
               wsrc=None, bsrc: QConst | None = None) -> None:
         layer.name = node.name or node.output[0]
+        if self.reading is not None and self.reading != len(self.layers) and layer.input is None:
+            layer.input = self.reading
+        self.reading = None
+        self.nodes_of.append(node)
         self.layers.append(layer)
         self.params.append(params)
         self.wsrc.append(wsrc)
@@ -491,20 +499,43 @@ class _Importer:
         if len(known) != 2:
             raise self._error(node, "needs two tensors, or a tensor and a constant bias")
         t = [self.tensor[n] for n in known]
-        if len(self.layers) not in t or t[0] == t[1]:
-            raise self._error(node, "a residual Add must add an earlier tensor to the latest one")
-        skip = min(t)
-        shape = self._shape(skip)
-        latest = self.layers[-1].out_shape
+        if t[0] == t[1]:
+            raise self._error(node, "adds a tensor to itself")
+        # the latest tensor first when it is one of the two (the chain's residual form)
+        main, skip = (t[1], t[0]) if t[1] == len(self.layers) else (t[0], t[1])
+        shape, latest = self._shape(skip), self._shape(main)
         if any(n in self.padded for n in known):
             raise self._error(node, "adds the output of a Pad (a Pad may only feed a Conv or "
                                     "a MaxPool)")
         if shape != latest or any(n in self.flat for n in known):
             raise self._error(node, f"adds shapes {list(shape)} and {list(latest)} "
                                     "(no broadcasting)")
-        if skip in {l.skip for l in self.layers}:
-            raise self._error(node, "a tensor can be added only once")
+        self.reading = main
         self._emit(node, Layer(op=ir.ADD, in_shape=latest, out_shape=latest, skip=skip))
+
+    def _concat(self, node: NodeProto) -> None:
+        """Concat of two computed NCHW tensors along the channels (axis 1)."""
+        if len(node.input) != 2:
+            raise self._error(node, f"concatenates {len(node.input)} tensors (two are supported)")
+        axis = self._attr(node, "axis", 0)
+        if axis not in (1, -3):
+            raise self._error(node, f"concatenates along axis {axis}: only the channels (axis "
+                                    "1 of NCHW) are supported")
+        names = [self._name(i) for i in node.input]
+        for n, raw in zip(names, node.input):
+            if n not in self.tensor:
+                raise self._error(node, f"reads '{raw}', which no supported node produces")
+            if n in self.padded or n in self.flat or n in self.nhwc:
+                raise self._error(node, f"concatenates '{raw}', a padded, flattened or "
+                                        "transposed tensor")
+        first, second = (self.tensor[n] for n in names)
+        (h, w, c1), (h2, w2, c2) = self._shape(first), self._shape(second)
+        if (h, w) != (h2, w2):
+            raise self._error(node, f"concatenates shapes {[c1, h, w]} and {[c2, h2, w2]} "
+                                    "(only the channels may differ)")
+        self.reading = first
+        self._emit(node, Layer(op=ir.CONCAT, in_shape=(h, w, c1), out_shape=(h, w, c1 + c2),
+                               skip=second))
 
     def _pool(self, node: NodeProto) -> None:
         op = ir.MAX_POOL if node.op_type == "MaxPool" else ir.AVG_POOL
