@@ -192,13 +192,28 @@ def _leaky(alpha):
     return options
 
 
-def _concat(b, x, c):
-    y = b.activation("y", (1, 8, 8, 8), 0.05, -5)
-    b.op(OP.CONCATENATION, [c, c], [y], OPT.ConcatenationOptions, fb.ConcatenationOptionsT())
+def _concat(axis):
+    def tail(b, x, c):
+        opts = fb.ConcatenationOptionsT()
+        opts.axis = axis
+        shape = (1, 8, 8, 8) if axis == 3 else (1, 16, 8, 4)
+        y = b.activation("y", shape, 0.05, -5)
+        b.op(OP.CONCATENATION, [c, c], [y], OPT.ConcatenationOptions, opts)
+        return y
+    return tail
+
+
+def _dangling(b, x, c):        # a conv of the input nobody reads: a second graph output
+    w = b.tensor("w2", (4, 1, 1, 3), TT.INT8, np.float32([0.01] * 4), [0] * 4, 0,
+                 np.ones((4, 1, 1, 3), np.int8))
+    d = b.activation("d", (1, 8, 8, 4), 0.05, -5)
+    b.op(OP.CONV_2D, [x, w, -1], [d], OPT.Conv2DOptions, conv_options(SAME, 1, A.NONE))
+    y = b.activation("y", (1, 8, 8, 4), 0.05, -5)
+    b.op(OP.MAX_POOL_2D, [c], [y], OPT.Pool2DOptions, pool_options(SAME, 1, 3, 3))
     return y
 
 
-def _branch(b, x, c):          # a second conv on the input: not a chain
+def _branch(b, x, c):          # a second conv on the input, added to the first: a branch
     w = b.tensor("w2", (4, 1, 1, 3), TT.INT8, np.float32([0.01] * 4), [0] * 4, 0,
                  np.ones((4, 1, 1, 3), np.int8))
     d = b.activation("d", (1, 8, 8, 4), 0.05, -5)
@@ -249,7 +264,7 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "leaky_negative": ({}, _unary(OP.LEAKY_RELU, OPT.LeakyReluOptions, _leaky(-0.5)),
                        "operator 1 (LEAKY_RELU): alpha -0.5: only slopes >= 0"),
     "tanh": ({}, _unary(OP.TANH), "operator 1 (TANH): unsupported op (supported activations"),
-    "concatenation": ({}, _concat, "operator 1 (CONCATENATION): unsupported op"),
+    "concatenation": ({}, _concat(0), "operator 1 (CONCATENATION): concatenates along axis 0"),
     "pad_alone": ({}, _pad_avgpool, "operator 2 (AVERAGE_POOL_2D): "),
     "pad_maxpool_no_relu": ({"act": A.NONE}, _pad_maxpool,
                             "operator 2 (MAX_POOL_2D): a max pool after PAD needs PADV2 with "
@@ -262,7 +277,9 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
     "float_filter": ({"filter_type": TT.FLOAT32}, None,
                      "operator 0 (CONV_2D): tensor 1 'w': has type FLOAT32, expected INT8"),
     "tanh_act": ({"act": A.TANH}, None, "fused activation TANH is not supported"),
-    "branch": ({}, _branch, "operator 1 (CONV_2D): tensor 0 'x': reads an earlier tensor"),
+    "concat_axis": ({}, _concat(1), "operator 1 (CONCATENATION): concatenates along axis 1"),
+    "dangling": ({}, _dangling, "operator 1 (CONV_2D): the output of layer 1 is read by no "
+                                "layer"),
     "int8_requantize": ({}, _requantize, "operator 1 (QUANTIZE): QUANTIZE is supported only"),
 }
 
@@ -291,6 +308,23 @@ def _one_line_error(path, fragment):
 def test_unsupported_graphs_are_one_line_errors(case, tmp_path):
     stem, tail, fragment = ERRORS[case]
     _one_line_error(_small_file(tmp_path, case, stem, tail), fragment)
+
+
+def test_branch_and_concat_give_tflm_bytes(tmp_path):
+    """An op reading the graph input after another op (a branch), the ADD joining them, and a
+    CONCATENATION along the channels: TFLM's bytes in the reference and in C."""
+    for name, tail, ops in (("branch", _branch, [("conv2d", [0]), ("conv2d", [0]),
+                                                  ("add", [2, 1])]),
+                            ("concat", _concat(3), [("conv2d", [0]), ("concat", [1, 1])])):
+        path = _small_file(tmp_path, name, None, tail)
+        model = load_model(str(path))
+        assert [(l.op, model.inputs(i)) for i, l in enumerate(model.layers)] == ops
+        inputs = [seeded_input(model, s) for s in (0, 1)]
+        expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
+        for x, ref in zip(inputs, expected):
+            assert np.array_equal(run_model(model, x).reshape(-1), ref)
+        for label, outs in c_outputs(model, inputs).items():
+            assert all(np.array_equal(o, r) for o, r in zip(outs, expected)), label
 
 
 def test_pad_with_the_zero_point_before_a_max_pool_after_relu_folds(tmp_path):
