@@ -2,7 +2,8 @@
  * block goes to line_buffer.c). An H-cache block produces its output one tile at a time: a tile
  * is tile_rows output rows (msf-CNN: one). Within a tile it sweeps the columns left to right and
  * every layer computes its output column (the rows the tile needs of it) on demand, reading its
- * input from a column ring (or, for the block's first layer, from the whole input tensor). The
+ * inputs from column rings (or whole from the arena: the block input and older tensors, such as
+ * a skip or a shortcut conv's stage input). The
  * rows two tiles share are recomputed for each; columns are cached. A streamed network input
  * enters a ring of whole rows a tile's rows at a time (tiles only move down). The Python twin of this
  * schedule is msf_pio/fusion/exact_cost.py, which sizes the rings by simulating this order. */

@@ -1,7 +1,8 @@
 """Static arena offsets for a plan: a two-ended stack, compacted between edges.
 
 Each edge's output goes to the end opposite its input, stacked on what is still alive there
-(tensors a later layer still reads: skips, branch inputs); its scratch buffers sit in the gap between the two stacks. When a tensor
+(tensors a later layer still reads: skips, branch inputs); its scratch buffers sit in the gap
+between the two stacks. When a tensor
 dies below a live one (a skip tensor whose add has run), the live ones slide over it before the
 next edge (a memmove the generated code performs), so the stacks never hold a hole and the arena
 is exactly the plan's peak RAM: the measured high-water equals the exact cost model's prediction.

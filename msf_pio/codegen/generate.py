@@ -17,7 +17,8 @@ from ..model import ir
 from ..model.ir import Model
 from .arena import ArenaLayout, plan_arena
 
-OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD", ir.CONCAT: "MSF_CONCAT",
+OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
+       ir.CONCAT: "MSF_CONCAT",
        ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",

@@ -42,8 +42,8 @@ def kernel_class(layer) -> str:
         return "conv1x1" if layer.kernel == 1 else "conv"
     if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
-    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "pool", ir.AVG_POOL: "pool",
-            ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
+    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "pool",
+            ir.AVG_POOL: "pool", ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
 
 
 def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int) -> dict:

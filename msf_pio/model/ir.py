@@ -3,9 +3,11 @@
 Tensors are numbered as the paper's graph nodes: tensor 0 is the network input, tensor n+1 the
 output of layer n, so layer order is a topological order of the graph. Layer n reads tensor n
 unless its `input` names an earlier tensor (a branch: a ResNet shortcut conv reads its stage
-input); `add` and `concat` also read a second earlier tensor `skip`. Pixel ops (softmax over the channels, element-wise activations) read one
-input pixel per output pixel: windows of 1 x 1, so they fuse like any spatial layer. Cost models, solvers, the code generator and the numpy reference all read
-these objects, so a prediction and the code it predicts cannot drift apart.
+input); `add` and `concat` also read a second earlier tensor `skip`. Pixel ops (softmax over
+the channels, element-wise activations) read one input pixel per output pixel: windows of
+1 x 1, so they fuse like any spatial layer. Cost models, solvers, the code generator and the
+numpy reference all read these objects, so a prediction and the code it predicts cannot drift
+apart.
 """
 from __future__ import annotations
 

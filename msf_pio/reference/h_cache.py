@@ -63,8 +63,8 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
               ) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last under the H-cache with tiles of `tile_rows`
     rows and `rings` (tensor -> (rows, columns)) for its internal tensors; `tensors` holds the
-    block input and the tensors made before it that the block reads. Also returns the output pixels every
-    spatial layer computed, as a count per (layer, row, column)."""
+    block input and the tensors made before it that the block reads. Also returns the output
+    pixels every spatial layer computed, as a count per (layer, row, column)."""
     layers = model.layers
     end = last
     while layers[end].op in ir.HEAD_OPS:

@@ -38,8 +38,8 @@ class _Ring:
 def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
               tensors: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last run as a line buffer with `ring_rows` rows per
-    internal tensor; `tensors` holds the block input and the tensors made before it that the block reads. Also
-    returns the output rows every spatial layer computed."""
+    internal tensor; `tensors` holds the block input and the tensors made before it that the
+    block reads. Also returns the output rows every spatial layer computed."""
     layers = model.layers
     end = last
     while layers[end].op in ir.HEAD_OPS:
