@@ -1,4 +1,5 @@
 """The exact cost model against independent counts: explicit loops over pixels, taps and tiles."""
+import pytest
 from hypothesis import HealthCheck, given, settings
 
 from msf_pio.fusion.exact_cost import TILE_ROWS
@@ -49,7 +50,7 @@ def brute_block(model, first, end, tile_rows=1):
         layer = layers[l]
         ins = set().union(*(valid_cols(layer, c) for c in cols[l + 1])) if layer.has_window \
             else cols[l + 1]
-        for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+        for t in model.inputs(l):
             if t >= first:
                 cols[t] = set(range(max(cols.get(t, set()) | ins) + 1))
     height = layers[end].out_shape[0]
@@ -60,7 +61,7 @@ def brute_block(model, first, end, tile_rows=1):
             rows = need[l + 1]
             macs += sum(pixel_macs(layer, r, c) for r in rows for c in cols[l + 1])
             ins = set().union(*(valid_rows(layer, r) for r in rows)) if layer.has_window else rows
-            for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+            for t in model.inputs(l):
                 if t >= first:
                     rows_t = need.get(t, set()) | ins
                     need[t] = set(range(min(rows_t), max(rows_t) + 1))
@@ -80,7 +81,7 @@ def brute_line_buffer(model, first, end):
         macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
         reads = max(set().union(*(valid_rows(layer, r) for r in rows))) if layer.has_window \
             else rows[-1]
-        for t in ([l, layer.skip] if layer.op == ir.ADD else [l]):
+        for t in model.inputs(l):
             if t > first:
                 last_row[t] = max(last_row.get(t, -1), reads)
     return macs
