@@ -16,6 +16,7 @@ import numpy as np
 from ..model import ir
 from ..model.ir import Model
 from .executor import run_layer
+from .overlap import SharedRegion
 from .regions import RingError, input_span, run_region
 
 
@@ -59,12 +60,13 @@ def tile_rows_needed(model: Model, first: int, end: int, y0: int, y1: int
 
 
 def run_block(model: Model, first: int, last: int, tile_rows: int,
-              rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray]
-              ) -> tuple[np.ndarray, dict[int, int]]:
+              rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray],
+              shared: SharedRegion | None = None) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last under the H-cache with tiles of `tile_rows`
     rows and `rings` (tensor -> (rows, columns)) for its internal tensors; `tensors` holds the
-    block input and the skip tensors made before it. Also returns the output pixels every
-    spatial layer computed, as a count per (layer, row, column)."""
+    block input and the skip tensors made before it; `shared`: the output written over the
+    input (checked). Also returns the output pixels every spatial layer computed, as a count
+    per (layer, row, column)."""
     layers = model.layers
     end = last
     while layers[end].op in ir.HEAD_OPS:
@@ -78,6 +80,8 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
         produced = {t: -1 for t in range(first + 1, end + 2)}
 
         def read(t: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+            if t == first and shared:
+                shared.read(r0, r1, c0, c1)
             return tensors[t][r0:r1 + 1, c0:c1 + 1] if t <= first else ring[t].get(r0, r1, c0, c1)
 
         def compute(l: int, x: int) -> None:
@@ -92,6 +96,8 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
                 computed[(l, r, x)] = computed.get((l, r, x), 0) + 1
             if l == end:
                 out[rows[0]:rows[1] + 1, x] = column
+                if shared and end == last:
+                    shared.wrote(rows[0], rows[1], x, x)
             else:
                 ring[l + 1].put(x, rows[0], column)
             produced[l + 1] = x
