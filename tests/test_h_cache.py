@@ -39,7 +39,9 @@ def check_blocks(model, x):
         head = sum(pixel_macs(model.layers[l], 0, 0) for l in range(end + 1, e.last + 1))
         assert e.macs == spatial + head
         for t, (rows, cols) in rings.items():
-            for smaller in ((rows - 1, cols), (rows, cols - 1)):
+            if rows == 0:                # a depthwise output over its input's ring
+                continue
+            for smaller in ((rows - 1, cols), (rows, cols - 1))[rows == 1:]:
                 with pytest.raises(RingError):
                     run_block(model, e.first, e.last, e.tile_rows, {**rings, t: smaller},
                               tensors)

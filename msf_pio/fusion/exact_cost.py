@@ -109,12 +109,23 @@ class BlockSchedule:
     def ring_bytes(self, model: Model, t: int) -> int:
         return self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2]
 
-    def rings(self, model: Model) -> list[dict]:
-        """A column ring per tensor lowest_first+1..end; the block first..end takes the
-        slice [first - lowest_first:] (computed once: every block start shares them)."""
-        return [{"kind": "ring", "tensor": t, "rows": self.ring_rows(t),
-                 "cols": self.ring_cols[t], "bytes": self.ring_bytes(model, t)}
-                for t in range(self.lowest_first + 1, self.end + 1)]
+    def rings(self, model: Model, first: int) -> list[dict]:
+        """A column ring per tensor first+1..end of the block first..end. The output of a
+        depthwise layer written over its input's ring (reuse.py) has none of its own (rows 0);
+        that input ring then also holds the rows by which the output is delayed."""
+        from . import reuse
+        over = {t for t in range(first + 1, self.end + 1)
+                if reuse.depthwise_in_place(model, t, first, self.ring_cols)}
+        out = []
+        for t in range(first + 1, self.end + 1):
+            if t in over:
+                out.append({"kind": "ring", "tensor": t, "rows": 0, "cols": 1, "bytes": 0})
+                continue
+            rows = reuse.delayed_rows(model.layers[t], self.row_lo[t], self.row_hi[t],
+                                      self.row_lo[t + 1]) if t + 1 in over else self.ring_rows(t)
+            out.append({"kind": "ring", "tensor": t, "rows": rows, "cols": self.ring_cols[t],
+                        "bytes": rows * self.ring_cols[t] * model.tensor_shape(t)[2]})
+        return out
 
 
 def _inputs(layer: Layer, index: int) -> list[int]:
@@ -325,7 +336,6 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
         # one layer and a head computes every row once either way: the H-cache edge covers it
         sweep = row_sweep(model, end, lowest) if "line-buffer" in schemes and lowest < end \
             else None
-        rings = {t: s.rings(model) for t, s in scheds.items()}
         for first in range(end, lowest - 1, -1):
             # the first edge of a streamed input also keeps the input rows it reads (a tile's
             # rows under the H-cache, one window of the first layer under the line buffer)
@@ -333,7 +343,7 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
             # per option also the rows of the input still read as each step writes its rows
             options = [("h-cache" if t == 1 else "tiles", t, s.layer_macs,
                         (stream_input.input_ring(model, s.ring_rows(0)) if streamed else []) +
-                        rings[t][first - lowest:], (s.row_lo[first], s.row_hi[end + 1]))
+                        s.rings(model, first), (s.row_lo[first], s.row_hi[end + 1]))
                        for t, s in scheds.items() if t == 1 or first < end]
             if sweep is not None and first < end:
                 options.append(("line-buffer", 1, sweep.layer_macs,

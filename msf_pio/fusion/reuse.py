@@ -1,7 +1,7 @@
 """Buffer reuse the data flow allows: a fusion block's output written over the rows of its input
 that the block no longer reads (issue 8, deliverable 3).
 
-A fusion block reads its input A (a whole tensor in the arena) and writes its output B (a whole
+1. A fusion block's output over its input. A fusion block reads its input A (a whole tensor in the arena) and writes its output B (a whole
 tensor) in row order: tile after tile under the H-cache, row after row under the line buffer, at
 the end for an iterative head. Both are row-major, so the rows of A the block has moved past are
 a prefix of A, and the rows of B written so far are a prefix of B. Put B `shift` bytes after the
@@ -17,12 +17,25 @@ whatever order the columns of a step are computed in. The C executors need nothi
 read A and write B at the offsets the arena gives them (codegen/arena.py places B at most
 `shift` bytes after A); the numpy reference checks every byte it reads of A was not written
 over (reference/overlap.py).
+
+2. A depthwise layer over its input's column ring (H-cache and tiles). Output pixel (r, x) of a
+depthwise layer (stride s, padding p) is written where its window's top-left tap, input pixel
+(r s - p, x s - p), lives in the input's ring: only outputs at or before (r, x) in both
+directions read that pixel, so it is dead once (r, x) is computed (the column kernel computes
+a column's rows in order and each channel's sum before writing it). The output then needs no
+ring of its own when its consumer reads each column once, before the next (a one-column ring),
+and nothing else reads the input. The input's ring holds, per tile, rows from
+min(its first row, r0 s - p) (r0: the output's first row): the output's delay, which at the
+image's top adds the rows the window's padding clips. A column x s - p < 0 lands in the slot of
+a column not yet computed (the ring has at least k columns), which its consumer has read by
+the time that column arrives.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from ..model.ir import Model
+from ..model import ir
+from ..model.ir import Layer, Model
 from .exact_cost import arena_tensor_bytes, writes_in_place
 
 DETAIL = "overlap_shift"      # the edge detail: the largest safe shift of B after A, in bytes
@@ -55,3 +68,19 @@ def possible(model: Model, first: int, last: int) -> bool:
 def region_bytes(a: int, b: int, shift: int) -> int:
     """Bytes of A and B together with B at most `shift` bytes after A."""
     return max(a - min(shift, 0), b)
+
+
+def depthwise_in_place(model: Model, t: int, first: int, ring_cols: dict[int, int]) -> bool:
+    """Tensor t, internal to an H-cache block starting at `first` with column rings of
+    `ring_cols` columns, is a depthwise output written over its input's ring."""
+    layer = model.layers[t - 1]
+    readers = model.skip_consumer()
+    return layer.op == ir.DEPTHWISE and layer.kernel > 1 and first < t - 1 and \
+        t < model.n_layers and ring_cols.get(t) == 1 and ring_cols[t - 1] >= layer.kernel \
+        and model.layers[t].op != ir.ADD and t not in readers and t - 1 not in readers
+
+
+def delayed_rows(layer: Layer, lo: np.ndarray, hi: np.ndarray, out_lo: np.ndarray) -> int:
+    """Rows of the ring of an in-place depthwise layer's input: per tile from the first row of
+    the output's delay (out_lo s - p, or the first row the tile reads) to the last it reads."""
+    return int((hi - np.minimum(lo, out_lo * layer.stride - layer.pad_top)).max())
