@@ -115,7 +115,9 @@ class BlockSchedule:
         that input ring then also holds the rows by which the output is delayed."""
         from . import reuse
         over = {t for t in range(first + 1, self.end + 1)
-                if reuse.depthwise_in_place(model, t, first, self.ring_cols)}
+                if reuse.depthwise_in_place(model, t, first, self.ring_cols) and
+                reuse.delay_filled(model.layers[t - 1], self.ring_cols[t - 1], self.row_lo[t - 1],
+                                   self.row_hi[t - 1], self.row_lo[t], self.row_hi[t])}
         out = []
         for t in range(first + 1, self.end + 1):
             if t in over:

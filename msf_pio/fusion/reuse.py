@@ -1,12 +1,12 @@
-"""Buffer reuse the data flow allows: a fusion block's output written over the rows of its input
-that the block no longer reads (issue 8, deliverable 3).
+"""Buffer reuse the data flow allows (issue 8, deliverable 3): a fusion block's output written
+over the input rows it no longer reads, and a depthwise output over its input's column ring.
 
-1. A fusion block's output over its input. A fusion block reads its input A (a whole tensor in the arena) and writes its output B (a whole
-tensor) in row order: tile after tile under the H-cache, row after row under the line buffer, at
-the end for an iterative head. Both are row-major, so the rows of A the block has moved past are
-a prefix of A, and the rows of B written so far are a prefix of B. Put B `shift` bytes after the
-start of A (negative: before); no byte of B lands on a byte of A still to be read iff at every
-write step
+1. A fusion block reads its input A (a whole tensor in the arena) and writes its output B (a
+whole tensor) in row order: tile after tile under the H-cache, row after row under the line
+buffer, at the end for an iterative head. Both are row-major, so the rows of A the block has
+moved past are a prefix of A, and the rows of B written so far are a prefix of B. Put B `shift`
+bytes after the start of A (negative: before); no byte of B lands on a byte of A still to be
+read iff at every write step
 
     shift + (bytes of B written by the end of the step) <= (first byte of A still read),
 
@@ -28,7 +28,9 @@ and nothing else reads the input. The input's ring holds, per tile, rows from
 min(its first row, r0 s - p) (r0: the output's first row): the output's delay, which at the
 image's top adds the rows the window's padding clips. A column x s - p < 0 lands in the slot of
 a column not yet computed (the ring has at least k columns), which its consumer has read by
-the time that column arrives.
+the time that column arrives. Only where the tiles write every byte of that ring (a stride-2
+output leaves rows of the delay unwritten when no other tile covers them): every arena byte
+counted is used.
 """
 from __future__ import annotations
 
@@ -80,7 +82,26 @@ def depthwise_in_place(model: Model, t: int, first: int, ring_cols: dict[int, in
         and model.layers[t].op != ir.ADD and t not in readers and t - 1 not in readers
 
 
+def _delay_start(layer: Layer, lo: np.ndarray, out_lo: np.ndarray) -> np.ndarray:
+    return np.minimum(lo, out_lo * layer.stride - layer.pad_top)
+
+
 def delayed_rows(layer: Layer, lo: np.ndarray, hi: np.ndarray, out_lo: np.ndarray) -> int:
     """Rows of the ring of an in-place depthwise layer's input: per tile from the first row of
     the output's delay (out_lo s - p, or the first row the tile reads) to the last it reads."""
-    return int((hi - np.minimum(lo, out_lo * layer.stride - layer.pad_top)).max())
+    return int((hi - _delay_start(layer, lo, out_lo)).max())
+
+
+def delay_filled(layer: Layer, cols: int, lo: np.ndarray, hi: np.ndarray, out_lo: np.ndarray,
+                 out_hi: np.ndarray) -> bool:
+    """Whether the tiles write every row of every column slot of that ring (`cols` slots):
+    a stride-2 output at the image's top lands on every other row of the delay and in some
+    slots only, and a byte no tile writes would be counted but never used (the plan would
+    promise more RAM than it touches)."""
+    start = _delay_start(layer, lo, out_lo)
+    written = np.zeros((cols, delayed_rows(layer, lo, hi, out_lo)), dtype=bool)
+    slots = (np.arange(layer.out_shape[1]) * layer.stride - layer.pad_left) % cols
+    for a, b, r0, r1, s0 in zip(lo, hi, out_lo, out_hi, start):
+        written[:, a - s0:b - s0] = True
+        written[np.ix_(slots, np.arange(r0, r1) * layer.stride - layer.pad_top - s0)] = True
+    return bool(written.all())
