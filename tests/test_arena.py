@@ -1,4 +1,6 @@
 """Arena layouts: live buffers never overlap, and the arena is exactly the plan's peak RAM."""
+import itertools
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 
@@ -6,6 +8,7 @@ from msf_pio.codegen.arena import plan_arena
 from msf_pio.fusion import solvers
 from msf_pio.fusion.exact_cost import arena_tensor_bytes
 from msf_pio.fusion.graph import build_graph
+from msf_pio.fusion.reuse import DETAIL as OVERLAP
 from msf_pio.model import load_model
 from msf_pio.model.spec import spec_to_model
 from msf_pio.model.zoo import zoo_names
@@ -37,10 +40,14 @@ def check_layout(model, plan):
         for t in needed:
             assert t in el.offsets or arena_tensor_bytes(model, t) == 0 or \
                 e.detail.get("in_place")
+        shift = e.detail.get(OVERLAP)
+        if shift is not None:   # the output at most `shift` bytes after the input (reuse.py)
+            assert el.offsets[e.last + 1] - el.offsets[e.first] <= shift
+        overlapping = {f"tensor {e.first}", f"tensor {e.last + 1}"} if shift is not None else set()
         spans = sorted(s for s in spans if s[1] > s[0])
-        for a, b in zip(spans, spans[1:]):
+        for a, b in itertools.combinations(spans, 2):
             shared = e.detail.get("in_place") and a[:2] == b[:2]   # add output over its skip
-            assert a[1] <= b[0] or shared, (a, b)
+            assert a[1] <= b[0] or b[1] <= a[0] or shared or {a[2], b[2]} == overlapping, (a, b)
         assert all(0 <= s[0] and s[1] <= layout.size for s in spans)
         assert el.high_water == e.ram
 

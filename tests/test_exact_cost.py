@@ -40,11 +40,13 @@ def brute_layer_macs(layer):
 
 
 def brute_block(model, first, end, tile_rows=1):
-    """MACs and ring rows of the block first..end (spatial), tile by tile with row sets.
+    """MACs and ring rows of the block first..end (spatial), tile by tile with row sets, and
+    the rows the input ring of a depthwise written over it would hold (its tile's rows and, up
+    from the first output row r0, rows r0 s - p on: the output's delay).
 
     A tensor provides a contiguous run of rows per tile and of columns per sweep (the hull of
     what its consumers read; only a window with stride > kernel leaves gaps in it)."""
-    layers, macs, rows_max = model.layers, 0, {}
+    layers, macs, rows_max, delayed = model.layers, 0, {}, {}
     cols = {end + 1: set(range(layers[end].out_shape[1]))}
     for l in range(end, first - 1, -1):
         layer = layers[l]
@@ -67,7 +69,11 @@ def brute_block(model, first, end, tile_rows=1):
                     need[t] = set(range(min(rows_t), max(rows_t) + 1))
         for t in range(first + 1, end + 1):
             rows_max[t] = max(rows_max.get(t, 0), len(need[t]))
-    return macs, rows_max
+            layer = layers[t]
+            if layer.op == ir.DEPTHWISE:
+                held = need[t] | {min(need[t + 1]) * layer.stride - layer.pad_top}
+                delayed[t] = max(delayed.get(t, 0), max(held) - min(held) + 1)
+    return macs, rows_max, delayed
 
 
 def brute_line_buffer(model, first, end):
@@ -108,8 +114,12 @@ def check_model(model):
                 assert b["bytes"] == b["rows"] * model.tensor_bytes(t) // model.tensor_shape(t)[0]
             continue
         assert e.scheme in ("h-cache", "tiles") and (e.tile_rows == 1) == (e.scheme == "h-cache")
-        macs, rows = brute_block(model, e.first, end, e.tile_rows)
+        macs, rows, delayed = brute_block(model, e.first, end, e.tile_rows)
         assert e.macs == macs + head
+        for t, b in rings.items():
+            if b["rows"] == 0:        # a depthwise output over its input's ring (reuse.py)
+                assert model.layers[t - 1].op == ir.DEPTHWISE and b["bytes"] == 0
+                rows = {**rows, t: 0, t - 1: delayed[t - 1]}
         assert {t: b["rows"] for t, b in rings.items()} == rows
         staging = [b for b in e.detail["scratch"] if b["kind"] == "staging"]
         assert all(b["bytes"] == e.tile_rows * model.layers[end].cout for b in staging)

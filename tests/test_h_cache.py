@@ -13,7 +13,7 @@ from msf_pio.model import ir
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.h_cache import RingError, run_block
-from msf_pio.reference.plan import ring_sizes, run_plan
+from msf_pio.reference.plan import ring_sizes, run_plan, shared_region
 from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
@@ -21,9 +21,9 @@ from tests.test_exact_cost import pixel_macs
 
 
 def check_blocks(model, x):
-    """Every H-cache and tiles edge: the reference through its rings gives the unfused tensor,
-    the pixels it computes cost the edge's MACs, and any ring one row or one column smaller is
-    too small."""
+    """Every H-cache and tiles edge: the reference through its rings (and with its output over
+    its input, if the edge allows it) gives the unfused tensor, the pixels it computes cost the
+    edge's MACs, and any ring one row or one column smaller is too small."""
     tensors = {0: x}
     for i in range(model.n_layers):
         tensors[i + 1] = run_layer(model, i, tensors)
@@ -31,14 +31,17 @@ def check_blocks(model, x):
         if e.scheme not in ("h-cache", "tiles"):
             continue
         rings = ring_sizes(e)
-        out, computed = run_block(model, e.first, e.last, e.tile_rows, rings, tensors)
+        out, computed = run_block(model, e.first, e.last, e.tile_rows, rings, tensors,
+                                  shared_region(model, e))
         assert np.array_equal(out, tensors[e.last + 1])
         end = max(l for l, _, _ in computed)
         spatial = sum(n * pixel_macs(model.layers[l], r, c) for (l, r, c), n in computed.items())
         head = sum(pixel_macs(model.layers[l], 0, 0) for l in range(end + 1, e.last + 1))
         assert e.macs == spatial + head
         for t, (rows, cols) in rings.items():
-            for smaller in ((rows - 1, cols), (rows, cols - 1)):
+            if rows == 0:                # a depthwise output over its input's ring
+                continue
+            for smaller in ((rows - 1, cols), (rows, cols - 1))[rows == 1:]:
                 with pytest.raises(RingError):
                     run_block(model, e.first, e.last, e.tile_rows, {**rings, t: smaller},
                               tensors)

@@ -12,7 +12,8 @@ from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.line_buffer import RingError, run_block
-from msf_pio.reference.plan import run_plan
+from msf_pio.fusion.reuse import DETAIL as OVERLAP
+from msf_pio.reference.plan import run_plan, shared_region
 from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
@@ -24,8 +25,13 @@ def rings_of(edge):
 
 
 def check_blocks(model, x):
-    """Every line-buffer edge: the reference through its rings gives the unfused tensor, the
-    rows it computes cost the edge's MACs, and any ring one row smaller is too small."""
+    """Every line-buffer edge: the reference through its rings (and with its output over its
+    input, if the edge allows it) gives the unfused tensor, the rows it computes cost the edge's
+    MACs, any ring one row smaller is too small, and the output one byte further over the input
+    destroys an input byte still read (when a row still read bounds the shift, every layer
+    computes all its rows and the last layer does not read the input itself: rows nobody reads
+    and an add reading its skip row before writing it are not counted by the cost model's row
+    steps, which makes the shift safe but not the largest)."""
     tensors = {0: x}
     for i in range(model.n_layers):
         tensors[i + 1] = run_layer(model, i, tensors)
@@ -33,8 +39,16 @@ def check_blocks(model, x):
         if e.scheme != "line-buffer":
             continue
         rings = rings_of(e)
-        out, rows = run_block(model, e.first, e.last, rings, tensors)
+        out, rows = run_block(model, e.first, e.last, rings, tensors, shared_region(model, e))
         assert np.array_equal(out, tensors[e.last + 1])
+        shift = e.detail.get(OVERLAP)
+        tail = model.layers[e.last]
+        whole = all(n == model.layers[l].out_shape[0] for l, n in rows.items())
+        if shift is not None and tail.skip != e.first and whole and \
+                shift < model.tensor_bytes(e.first) - model.tensor_bytes(e.last + 1):
+            with pytest.raises(RingError):
+                run_block(model, e.first, e.last, rings, tensors,
+                          shared_region(model, e, shift + 1))
         end = max(rows)
         spatial = sum(pixel_macs(model.layers[l], r, c) for l, n in rows.items()
                       for r in range(n) for c in range(model.layers[l].out_shape[1]))

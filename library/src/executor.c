@@ -13,6 +13,27 @@
 uint64_t msf_macs;
 #endif
 
+/* A depthwise output written over its input's column ring (msf_pio/fusion/reuse.py): ring
+ * rows 0. Output pixel (r, x) goes where input pixel (r s - p, x s - p), the top-left tap of
+ * its window, lives; only outputs at or before (r, x) read it, so the depthwise column kernel,
+ * which computes a column's rows in order and writes each sum after reading its taps, never
+ * reads a pixel it has overwritten. */
+static inline int msf_in_place(const msf_block_t *b, int32_t t)
+{
+    return t > 1 && t < b->n && b->rings[t - 1].rows == 0;
+}
+
+/* Points the in-place output view `out` at column `col` (rows from `row0`) of layer l. */
+static inline void msf_over_input(msf_view_t *out, const msf_view_t *in, const msf_layer_t *l,
+                                  int32_t col, int32_t row0)
+{
+    int32_t slot = (col * l->stride - l->pad_left) % in->col_slots;
+    slot += slot < 0 ? in->col_slots : 0;
+    out->base = in->base + slot * in->col_stride +
+                (row0 * l->stride - l->pad_top - in->row0) * in->row_stride;
+    out->row0 = row0;
+}
+
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1)
 {
@@ -77,6 +98,10 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         const msf_ring_t *r = &b->rings[t - 1];
         const int32_t c = L[t - 1].out_c;
         msf_view_t v = {arena + r->offset, 0, c, (int32_t)r->rows * c, r->cols};
+        if (msf_in_place(b, t)) {       /* rows s apart in the input's ring, one column */
+            msf_view_t over = {0, 0, L[t - 1].stride * view[t - 1].row_stride, 0, 1};
+            v = over;
+        }
         view[t] = v;
     }
     view[n] = msf_output_view(b, arena, out);
@@ -115,6 +140,10 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         for (int32_t t = 1; t < n; t++) {
             view[t].row0 = lo[t];
             produced[t] = -1;
+            if (msf_in_place(b, t + 1)) {  /* from the first row of the output's delay */
+                const int32_t d = lo[t + 1] * L[t].stride - L[t].pad_top;
+                view[t].row0 = d < lo[t] ? d : lo[t];
+            }
         }
         if (staged) {
             view[n].row0 = y;
@@ -128,6 +157,9 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         for (int32_t x = 0; x < last->out_w; x++) {
             while (next[n - 1] <= x) {
                 const int32_t l = msf_ready_layer(b, next, produced, 0);
+                if (msf_in_place(b, l + 1)) {   /* a depthwise reading local tensor l */
+                    msf_over_input(&view[l + 1], &view[l], &L[l], next[l], lo[l + 1]);
+                }
                 msf_block_column(b, view, outer, l, next[l], lo[l + 1], hi[l + 1]);
                 produced[l + 1] = next[l]++;
                 for (int32_t r = lo[n]; l == n - 1 && staged && r < hi[n]; r++) {

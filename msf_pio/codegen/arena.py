@@ -6,6 +6,12 @@ between the two stacks. When a tensor
 dies below a live one (a skip tensor whose add has run), the live ones slide over it before the
 next edge (a memmove the generated code performs), so the stacks never hold a hole and the arena
 is exactly the plan's peak RAM: the measured high-water equals the exact cost model's prediction.
+
+An edge whose output may overlap its input (fusion/reuse.py: the output starts at most `shift`
+bytes after the input, over input rows already read) puts it on the input's stack instead: on the
+low stack the input first slides up by -shift bytes and the output starts where the input began;
+on the high stack the output starts `shift` bytes after the input (or ends where it ended), and
+the bytes left above it are a hole the next compaction closes.
 """
 from __future__ import annotations
 
@@ -13,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ..fusion.exact_cost import arena_tensor_bytes, writes_in_place
 from ..fusion.plan import Plan
+from ..fusion.reuse import DETAIL as OVERLAP
 from ..model.ir import Model
 
 
@@ -37,6 +44,9 @@ class EdgeLayout:
 class ArenaLayout:
     size: int
     edges: list[EdgeLayout]
+
+
+HOLE = -1      # stack entry of bytes no tensor holds (closed by the next compaction)
 
 
 class _Stack:
@@ -87,6 +97,34 @@ def _last_use(model: Model, plan: Plan) -> dict[int, int]:
     return use
 
 
+def _overlap(model: Model, e, shift: int, low: _Stack, high: _Stack, slides: list) -> dict:
+    """Places the output of edge e over its input (on top of its stack); returns per end the
+    bytes in use during the edge and the depth of the input there."""
+    a, b = e.first, e.last + 1
+    na, nb = arena_tensor_bytes(model, a), arena_tensor_bytes(model, b)
+    stack = low if low.holds(a) else high
+    if stack.items[-1][0] != a:
+        raise ValueError(f"edge {e.first}..{e.last}: its input is not on top of its stack")
+    base = stack.used - na                   # depth of the input's first byte
+    used = {"low": (low.used, {}), "high": (high.used, {})}
+    if stack is low:
+        rise = -min(shift, 0)                # the input slides up; the output starts at base
+        moved = [i for i, s in enumerate(slides) if s[0] == "low" and s[1] == a]
+        if moved:
+            end, t, old, new, n = slides[moved[0]]
+            slides[moved[0]] = (end, t, old, new + rise, n)
+        elif rise:
+            slides.append(("low", a, base, base + rise, na))
+        stack.items[-1] = (b, nb)
+        used["low"] = (base + max(rise + na, nb), {a: base + rise})
+    else:
+        start = min(shift, na - nb)          # output start after the input's, in bytes
+        hole = na - start - nb               # between the output's end and the input's end
+        stack.items[-1:] = [(HOLE, hole), (b, nb)] if hole else [(b, nb)]
+        used["high"] = (base + na - min(start, 0), {a: base})
+    return used
+
+
 def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
     if plan.cost_model != "exact":
         raise ValueError("arena layouts follow the exact cost model")
@@ -98,7 +136,10 @@ def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
         slides = [("low", *s) for s in low.compact(alive)] + \
                  [("high", *s) for s in high.compact(alive)]
         out, out_bytes = e.last + 1, arena_tensor_bytes(model, e.last + 1)
-        if writes_in_place(model, e.first, e.last):
+        shift = e.detail.get(OVERLAP)
+        if shift is not None:
+            used, in_place = _overlap(model, e, shift, low, high, slides), None
+        elif writes_in_place(model, e.first, e.last):
             skip = model.layers[e.last].skip
             stack = low if low.holds(skip) else high
             depth = stack.depth(skip)
@@ -109,13 +150,18 @@ def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
             if out_bytes:
                 # opposite the input; an edge reading the caller's input starts at the bottom
                 (high if low.holds(e.first) else low).items.append((out, out_bytes))
+        if shift is None:
+            used = {"low": (low.used, {}), "high": (high.used, {})}
         scratch = e.detail.get("scratch", [])
-        hw = low.used + sum(b["bytes"] for b in scratch) + high.used
-        low_depths = {t: low.depth(t) for t, _ in low.items}
-        high_depths = {t: high.depth(t) for t, _ in high.items}
+        (low_used, low_extra), (high_used, high_extra) = used["low"], used["high"]
+        hw = low_used + sum(b["bytes"] for b in scratch) + high_used
+        low_depths = {t: low.depth(t) for t, _ in low.items if t != HOLE}
+        high_depths = {t: high.depth(t) for t, _ in high.items if t != HOLE}
+        low_depths.update(low_extra)        # the input an output overlaps, during the edge
+        high_depths.update(high_extra)
         if in_place:    # during the edge the skip and the output share one buffer
             (low_depths if in_place[0] else high_depths)[in_place[2]] = in_place[3]
-        steps.append((slides, low_depths, high_depths, low.used, scratch, hw))
+        steps.append((slides, low_depths, high_depths, low_used, scratch, hw))
     size = max((s[5] for s in steps), default=0)
 
     def offset(end: str, t: int, depth: int) -> int:

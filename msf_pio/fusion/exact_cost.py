@@ -115,12 +115,25 @@ class BlockSchedule:
     def ring_bytes(self, model: Model, t: int) -> int:
         return self.ring_rows(t) * self.ring_cols[t] * model.tensor_shape(t)[2]
 
-    def rings(self, model: Model) -> list[dict]:
-        """A column ring per tensor lowest_first+1..end; the block first..end takes the
-        slice [first - lowest_first:] (computed once: every block start shares them)."""
-        return [{"kind": "ring", "tensor": t, "rows": self.ring_rows(t),
-                 "cols": self.ring_cols[t], "bytes": self.ring_bytes(model, t)}
-                for t in range(self.lowest_first + 1, self.end + 1)]
+    def rings(self, model: Model, first: int) -> list[dict]:
+        """A column ring per tensor first+1..end of the block first..end. The output of a
+        depthwise layer written over its input's ring (reuse.py) has none of its own (rows 0);
+        that input ring then also holds the rows by which the output is delayed."""
+        from . import reuse
+        over = {t for t in range(first + 1, self.end + 1)
+                if reuse.depthwise_in_place(model, t, first, self.ring_cols) and
+                reuse.delay_filled(model.layers[t - 1], self.ring_cols[t - 1], self.row_lo[t - 1],
+                                   self.row_hi[t - 1], self.row_lo[t], self.row_hi[t])}
+        out = []
+        for t in range(first + 1, self.end + 1):
+            if t in over:
+                out.append({"kind": "ring", "tensor": t, "rows": 0, "cols": 1, "bytes": 0})
+                continue
+            rows = reuse.delayed_rows(model.layers[t], self.row_lo[t], self.row_hi[t],
+                                      self.row_lo[t + 1]) if t + 1 in over else self.ring_rows(t)
+            out.append({"kind": "ring", "tensor": t, "rows": rows, "cols": self.ring_cols[t],
+                        "bytes": rows * self.ring_cols[t] * model.tensor_shape(t)[2]})
+        return out
 
 
 def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]:
@@ -170,13 +183,16 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
     return BlockSchedule(end, lowest_first, tile_rows, lo, hi, spans, macs)
 
 
-def demand_sweep(model: Model, end: int, lowest_first: int, axis: int) -> tuple[dict, dict]:
+def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
+                 oldest: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
     """Simulate the demand-driven sweep of a block along one axis (0: the rows of the line
     buffer, 1: the columns of one H-cache tile): the block's last layer produces its output
     positions in order, and every layer computes an input position when a consumer first reads
     it. Returns every internal tensor's span (from the oldest position a consumer still needs
     to the newest produced: its ring) and the last position of every tensor ever produced (a
-    window with stride > kernel leaves the last ones unread, so nobody computes them)."""
+    window with stride > kernel leaves the last ones unread, so nobody computes them).
+    `oldest`, if given, receives for every tensor lowest_first..end the first position any
+    consumer still reads as the last layer writes each of its positions (the extent: none)."""
     layers = model.layers
     pad = (lambda layer: layer.pad_top) if axis == 0 else (lambda layer: layer.pad_left)
     consumers: dict[int, list[int]] = {}
@@ -201,12 +217,17 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int) -> tuple[
             while produced[t] < need:
                 compute(t - 1, produced[t] + 1)
         out = l + 1
+        if oldest is not None and l == end:
+            for t in range(lowest_first, end + 1):
+                oldest.setdefault(t, []).append(min(
+                    (reads(c, next_pos[c], t)[0] for c in consumers[t]
+                     if next_pos[c] < layers[c].out_shape[axis]), default=extent(t)))
         produced[out] = i
         next_pos[l] = i + 1
         if out <= end:                        # consumers that are done read nothing more
-            oldest = min((reads(c, next_pos[c], out)[0] for c in consumers[out]
-                          if next_pos[c] < layers[c].out_shape[axis]), default=i)
-            span[out] = max(span[out], i - oldest + 1)
+            kept = min((reads(c, next_pos[c], out)[0] for c in consumers[out]
+                        if next_pos[c] < layers[c].out_shape[axis]), default=i)
+            span[out] = max(span[out], i - kept + 1)
 
     for i in range(layers[end].out_shape[axis]):
         compute(end, i)
@@ -242,14 +263,21 @@ def writes_in_place(model: Model, first: int, last: int) -> bool:
         [l for l in model.readers()[tail.skip] if l >= first] == [last]
 
 
-def _edge_ram(model: Model, first: int, last: int, scratch: list[dict]) -> tuple[int, dict]:
-    """Workspace bytes of an edge: its input, output, alive skips and scratch buffers."""
+def _edge_ram(model: Model, first: int, last: int, scratch: list[dict],
+              shift: int | None = None) -> tuple[int, dict]:
+    """Workspace bytes of an edge: its input, output, tensors alive across it and scratch
+    buffers; with `shift` (reuse.py) the output may start that many bytes after the input,
+    over the input rows already read."""
+    from . import reuse
     skip_bytes = sum(arena_tensor_bytes(model, s) for s in alive_before(model, first))
     in_place = writes_in_place(model, first, last)
+    in_bytes = arena_tensor_bytes(model, first)
     out_bytes = 0 if in_place else arena_tensor_bytes(model, last + 1)
-    ram = arena_tensor_bytes(model, first) + out_bytes + skip_bytes + \
-        sum(b["bytes"] for b in scratch)
+    io = in_bytes + out_bytes if shift is None else reuse.region_bytes(in_bytes, out_bytes, shift)
+    ram = io + skip_bytes + sum(b["bytes"] for b in scratch)
     detail = {"scratch": scratch} if scratch else {}
+    if io < in_bytes + out_bytes:
+        detail[reuse.DETAIL] = shift
     return ram, {**detail, "in_place": True} if in_place else detail
 
 
@@ -318,32 +346,46 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
         # one layer and a head computes every row once either way: the H-cache edge covers it
         sweep = row_sweep(model, end, lowest) if "line-buffer" in schemes and lowest < end \
             else None
-        rings = {t: s.rings(model) for t, s in scheds.items()}
         for first in range(end, lowest - 1, -1):
             # the first edge of a streamed input also keeps the input rows it reads (a tile's
             # rows under the H-cache, one window of the first layer under the line buffer)
             streamed = model.stream_input and first == 0
+            # per option also the rows of the input still read as each step writes its rows
             options = [("h-cache" if t == 1 else "tiles", t, s.layer_macs,
                         (stream_input.input_ring(model, s.ring_rows(0)) if streamed else []) +
-                        rings[t][first - lowest:])
+                        s.rings(model, first), (s.row_lo[first], s.row_hi[end + 1]))
                        for t, s in scheds.items() if t == 1 or first < end]
             if sweep is not None and first < end:
                 options.append(("line-buffer", 1, sweep.layer_macs,
                                 (stream_input.input_ring(model, stream_input.window_rows(model))
-                                 if streamed else []) + sweep.rings(model, first)))
+                                 if streamed else []) + sweep.rings(model, first),
+                                (sweep.oldest[first], np.arange(1, layer.out_shape[0] + 1))))
             for last in tails:
                 if last == first:
                     continue
                 head_macs = sum(layer_macs(model.layers[l]) for l in range(end + 1, last + 1))
-                for scheme, t, macs, ring in options:
+                for scheme, t, macs, ring, steps in options:
                     if scheme not in schemes:
                         continue
                     ram, detail = _edge_ram(model, first, last,
-                                            block_scratch(model, ring, end, last, t))
+                                            block_scratch(model, ring, end, last, t),
+                                            _output_shift(model, first, last, end, steps))
                     out.append(Edge(first, last, ram,
                                     sum(macs[l] for l in range(first, end + 1)) + head_macs,
                                     scheme, detail, t))
     return out
+
+
+def _output_shift(model: Model, first: int, last: int, end: int,
+                  steps: tuple[np.ndarray, np.ndarray]) -> int | None:
+    """The largest shift of the block's output after its input (reuse.py), None if they cannot
+    share bytes; an iterative head writes its output once every input row is read."""
+    from . import reuse
+    if not reuse.possible(model, first, last):
+        return None
+    if last > end:
+        steps = ([model.tensor_shape(first)[0]], [model.tensor_shape(last + 1)[0]])
+    return reuse.max_shift(model, first, last, *steps)
 
 
 def block_scratch(model: Model, rings: list[dict], end: int, last: int,

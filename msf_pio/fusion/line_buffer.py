@@ -29,6 +29,7 @@ class RowSweep:
     ring_rows: dict[int, int]      # internal tensor -> rows its ring holds
     rows: dict[int, int]           # layer -> output rows it computes (rows 0 .. rows - 1)
     layer_macs: dict[int, int]     # layer -> MACs of those rows, full width
+    oldest: dict[int, list[int]]   # tensor -> first row still read as `end` writes each row
 
     def rings(self, model: Model, first: int) -> list[dict]:
         """Scratch entries of the block first..end: one ring of whole rows per internal tensor."""
@@ -45,9 +46,10 @@ def row_sweep(model: Model, end: int, lowest_first: int) -> RowSweep:
     """The row rings of a line-buffer block (the demand-driven sweep along the rows) and the
     MACs of the rows every layer really produces."""
     layers = model.layers
-    span, produced = demand_sweep(model, end, lowest_first, axis=0)
+    oldest: dict[int, list[int]] = {}
+    span, produced = demand_sweep(model, end, lowest_first, axis=0, oldest=oldest)
     rows = {l: produced[l + 1] + 1 for l in range(lowest_first, end + 1)}
     macs = {l: int(_row_taps(layers[l])[:rows[l]].sum() * _col_taps(layers[l]).sum())
             * _tap_macs(layers[l]) if layers[l].has_window else 0
             for l in range(lowest_first, end + 1)}
-    return RowSweep(end, lowest_first, span, rows, macs)
+    return RowSweep(end, lowest_first, span, rows, macs, oldest)

@@ -5,8 +5,9 @@ Written from the scheme's definition (msf_pio/fusion/exact_cost.py), not from it
 is t consecutive output rows of the block's last spatial layer; for it, every tensor of the block
 provides the hull of the rows its consumers read. Within the tile each layer computes its next
 output column (those rows) on demand, after its inputs have produced the columns it reads; a
-column enters its tensor's ring and pushes the oldest column out once the ring is full. Putting a
-column of more rows than the ring holds, or reading a pixel the ring does not hold, raises
+column enters its tensor's ring in slot (column % columns), over the column `columns` before it;
+a depthwise output may live in its input's ring (msf_pio/fusion/reuse.py). Putting a row outside
+the ring, or reading a pixel the ring does not hold (never put, or since overwritten), raises
 RingError, so a run checks the ring sizes of the cost model as well as the bytes of the C runtime.
 """
 from __future__ import annotations
@@ -16,30 +17,53 @@ import numpy as np
 from ..model import ir
 from ..model.ir import Model
 from .executor import run_layer
+from .overlap import SharedRegion
 from .regions import RingError, input_span, run_region
 
 
 class _ColumnRing:
-    def __init__(self, tensor: int, rows: int, cols: int):
+    """A column ring laid out as the C runtime lays it out: column c in slot c % cols, row r at
+    position r - row0 (row0 set per tile), every pixel recording which tensor pixel it holds.
+    A depthwise output written over it (`over`: rings of rows 0) puts its pixel (r, x) where
+    input pixel (r s - p, x s - p) lives; a read finds only what was last put there."""
+
+    def __init__(self, tensor: int, rows: int, cols: int, channels: int):
         self.tensor, self.rows, self.cols = tensor, rows, cols
-        self.held: dict[int, tuple[int, np.ndarray]] = {}    # column -> (first row, pixels)
+        self.data = np.zeros((cols, rows, channels), dtype=np.int8)
+        self.owner = np.full((cols, rows, 3), -1, dtype=np.int64)   # (tensor, row, column)
+        self.row0 = 0
+        self.over: dict[int, ir.Layer] = {}     # in-place depthwise output -> its layer
 
-    def put(self, x: int, row0: int, column: np.ndarray) -> None:
-        if len(column) > self.rows:
-            raise RingError(f"tensor {self.tensor}: a column of {len(column)} rows in a ring of "
-                            f"{self.rows} rows")
-        self.held[x] = (row0, column)
-        for old in [c for c in self.held if c <= x - self.cols]:
-            del self.held[old]
+    def start_tile(self, row0: int) -> None:
+        self.row0 = row0
+        self.owner[...] = -1                    # a tile recomputes what it reads
 
-    def get(self, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-        out = []
+    def _where(self, t: int, r: np.ndarray, c: int) -> tuple[int, np.ndarray]:
+        if t in self.over:
+            layer = self.over[t]
+            r, c = r * layer.stride - layer.pad_top, c * layer.stride - layer.pad_left
+        pos = r - self.row0
+        if pos.min() < 0 or pos.max() >= self.rows or self.cols < 1:
+            raise RingError(f"tensor {t}: rows {r.min()}..{r.max()} outside its ring of "
+                            f"{self.rows} rows x {self.cols} columns")
+        return c % self.cols, pos
+
+    def put(self, t: int, x: int, row0: int, column: np.ndarray) -> None:
+        rows = np.arange(row0, row0 + len(column))
+        slot, pos = self._where(t, rows, x)
+        self.data[slot, pos] = column
+        self.owner[slot, pos] = np.stack([np.full_like(rows, t), rows, np.full_like(rows, x)], 1)
+
+    def get(self, t: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        rows, out = np.arange(r0, r1 + 1), []
         for c in range(c0, c1 + 1):
-            row0, column = self.held.get(c, (r0, None))
-            if column is None or r0 < row0 or r1 >= row0 + len(column):
-                raise RingError(f"tensor {self.tensor}: rows {r0}..{r1} of column {c} not in "
-                                f"its ring of {self.rows} rows x {self.cols} columns")
-            out.append(column[r0 - row0:r1 - row0 + 1])
+            slot, pos = self._where(t, rows, c)
+            held = self.owner[slot, pos]
+            if not (held == np.stack([np.full_like(rows, t), rows,
+                                      np.full_like(rows, c)], 1)).all():
+                raise RingError(f"tensor {t}: rows {r0}..{r1} of column {c} not in its ring "
+                                f"of {self.rows} rows x {self.cols} columns")
+            out.append(self.data[slot, pos])
         return np.stack(out, axis=1)
 
 
@@ -59,12 +83,13 @@ def tile_rows_needed(model: Model, first: int, end: int, y0: int, y1: int
 
 
 def run_block(model: Model, first: int, last: int, tile_rows: int,
-              rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray]
-              ) -> tuple[np.ndarray, dict[int, int]]:
+              rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray],
+              shared: SharedRegion | None = None) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last under the H-cache with tiles of `tile_rows`
     rows and `rings` (tensor -> (rows, columns)) for its internal tensors; `tensors` holds the
-    block input and the tensors made before it that the block reads. Also returns the output
-    pixels every spatial layer computed, as a count per (layer, row, column)."""
+    block input and the tensors made before it that the block reads; `shared`: the output
+    written over the input (checked). Also returns the output pixels every spatial layer
+    computed, as a count per (layer, row, column)."""
     layers = model.layers
     end = last
     while layers[end].op in ir.HEAD_OPS:
@@ -74,11 +99,28 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
     height, width = layers[end].out_shape[:2]
     for y0 in range(0, height, tile_rows):
         need = tile_rows_needed(model, first, end, y0, min(y0 + tile_rows, height) - 1)
-        ring = {t: _ColumnRing(t, *rings[t]) for t in range(first + 1, end + 1)}
+        ring = {}
+        for t in range(first + 1, end + 1):
+            rows, cols = rings[t]
+            if rows or layers[t - 1].op != ir.DEPTHWISE or t - 1 not in ring:
+                ring[t] = _ColumnRing(t, rows, cols, model.tensor_shape(t)[2])
+            else:                                   # a depthwise output over its input
+                ring[t] = ring[t - 1]
+                ring[t].over[t] = layers[t - 1]
+        for t in range(first + 1, end + 1):
+            if t not in ring[t].over:
+                row0 = need[t][0]
+                if t + 1 in ring[t].over:           # from the first row of the output's delay
+                    layer = layers[t]
+                    row0 = min(row0, need[t + 1][0] * layer.stride - layer.pad_top)
+                ring[t].start_tile(row0)
         produced = {t: -1 for t in range(first + 1, end + 2)}
 
         def read(t: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
-            return tensors[t][r0:r1 + 1, c0:c1 + 1] if t <= first else ring[t].get(r0, r1, c0, c1)
+            if t == first and shared:
+                shared.read(r0, r1, c0, c1)
+            return tensors[t][r0:r1 + 1, c0:c1 + 1] if t <= first else \
+                ring[t].get(t, r0, r1, c0, c1)
 
         def compute(l: int, x: int) -> None:
             layer = layers[l]
@@ -92,8 +134,10 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
                 computed[(l, r, x)] = computed.get((l, r, x), 0) + 1
             if l == end:
                 out[rows[0]:rows[1] + 1, x] = column
+                if shared and end == last:
+                    shared.wrote(rows[0], rows[1], x, x)
             else:
-                ring[l + 1].put(x, rows[0], column)
+                ring[l + 1].put(l + 1, x, rows[0], column)
             produced[l + 1] = x
 
         for x in range(width):

@@ -13,6 +13,7 @@ import numpy as np
 from ..model import ir
 from ..model.ir import Model
 from .executor import run_layer
+from .overlap import SharedRegion
 from .regions import RingError, input_span, run_region
 
 __all__ = ["RingError", "run_block"]
@@ -36,10 +37,12 @@ class _Ring:
 
 
 def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
-              tensors: dict[int, np.ndarray]) -> tuple[np.ndarray, dict[int, int]]:
+              tensors: dict[int, np.ndarray], shared: SharedRegion | None = None
+              ) -> tuple[np.ndarray, dict[int, int]]:
     """Tensor last + 1 of the block first..last run as a line buffer with `ring_rows` rows per
     internal tensor; `tensors` holds the block input and the tensors made before it that the
-    block reads. Also returns the output rows every spatial layer computed."""
+    block reads; `shared`: the output written over the input (checked). Also returns the output
+    rows every spatial layer computed."""
     layers = model.layers
     end = last
     while layers[end].op in ir.HEAD_OPS:
@@ -49,6 +52,8 @@ def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
     out = np.zeros(layers[end].out_shape, dtype=np.int8)
 
     def read(t: int, r0: int, r1: int, c0: int, c1: int) -> np.ndarray:
+        if t == first and shared:
+            shared.read(r0, r1, c0, c1)
         rows = tensors[t][r0:r1 + 1] if t <= first else rings[t].get(r0, r1)
         return rows[:, c0:c1 + 1]
 
@@ -61,6 +66,8 @@ def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],
         row = run_region(model, l, (y, y), (0, layer.out_shape[1] - 1), read)[0]
         if l == end:
             out[y] = row
+            if shared and end == last:
+                shared.wrote(y, y, 0, layer.out_shape[1] - 1)
         else:
             rings[l + 1].put(y, row)
         produced[l + 1] = y

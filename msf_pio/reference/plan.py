@@ -5,8 +5,10 @@ import numpy as np
 
 from ..model import ir
 from ..model.ir import Model
+from ..fusion.reuse import DETAIL as OVERLAP
 from . import h_cache, line_buffer
 from .executor import run_layer
+from .overlap import SharedRegion
 from .stream_input import StreamedInput
 
 
@@ -37,20 +39,30 @@ def input_ring_rows(edge) -> int:
     return next(b["rows"] for b in edge.detail["scratch"] if b["kind"] == "input")
 
 
+def shared_region(model: Model, e, shift: int | None = None) -> SharedRegion | None:
+    """The checked region of an edge whose output overlaps its input (None if it does not);
+    `shift` overrides the edge's."""
+    shift = e.detail.get(OVERLAP) if shift is None else shift
+    return None if shift is None else \
+        SharedRegion(model.tensor_shape(e.first), model.tensor_shape(e.last + 1), shift)
+
+
 def run_edge(model: Model, e, tensors: dict) -> None:
     """Adds tensor e.last + 1 to `tensors`. A single window layer on a streamed input runs row
     by row (as the C runtime does), a head layer on it reads every row."""
     rings = ring_sizes(e)
     streamed = isinstance(tensors.get(e.first), StreamedInput)
+    shared = shared_region(model, e)
     if streamed and not e.fused and model.layers[e.first].op in ir.SPATIAL_OPS:
         tensors[e.first + 1], _ = line_buffer.run_block(model, e.first, e.last, {}, tensors)
     elif streamed and not e.fused:
         tensors[e.first + 1] = run_layer(model, e.first, {0: tensors[0].whole()})
     elif e.scheme == "line-buffer":
         rows = {t: r for t, (r, _) in rings.items()}
-        tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors)
+        tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors,
+                                                       shared)
     elif e.fused:
         tensors[e.last + 1], _ = h_cache.run_block(model, e.first, e.last, e.tile_rows,
-                                                   rings, tensors)
+                                                   rings, tensors, shared)
     else:
         tensors[e.first + 1] = run_layer(model, e.first, tensors)

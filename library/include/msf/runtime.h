@@ -63,7 +63,8 @@ typedef struct {
 /* A column ring of a tensor inside a fusion block. */
 typedef struct {
     uint32_t offset;              /* arena offset */
-    uint16_t rows, cols;          /* capacity: rows per tile, column slots */
+    uint16_t rows, cols;          /* capacity: rows per tile, column slots; rows 0: a
+                                   * depthwise output over its input's ring (executor.c) */
 } msf_ring_t;
 
 #define MSF_EXTERNAL 0xFFFFFFFFu  /* tensor offset meaning: the caller's input or output */
