@@ -166,3 +166,23 @@ def test_npz_errors_name_file_and_key(tmp_path, change, where, message):
     change(arrays)
     with pytest.raises(MsfError, match=f"w.npz: {where}: .*{message}"):
         materialize(_npz_spec(tmp_path, arrays))
+
+
+def test_hard_swish_after_a_wide_input_range_keeps_tflites_scale_bound():
+    """A conv whose outputs reach -100 feeds hard-swish (output in [-0.375, 0]): the calibrated
+    output range alone gives s_out < s_in / 128, which TFLite's int16 kernel cannot run; the
+    quantizer widens it, and the model quantizes and runs."""
+    from msf_pio.model.quantize import quantize
+    from msf_pio import numerics
+    from msf_pio.reference import run_model
+    model = spec_to_model({"name": "hs", "input": {"shape": [4, 4, 2]}, "layers": [
+        {"op": "pointwise", "out": 3}, {"op": "hard_swish"}]})
+    params = [FloatWeights(np.full((3, 1, 1, 2), -50.0), np.zeros(3)), None]
+    calib = np.random.default_rng(0).uniform(0, 1, (4, 4, 4, 2)).astype(np.float32)
+    q = quantize(model, params, calib)
+    s_in, s_out = q.layers[0].q_out.scale, q.layers[1].q_out.scale
+    assert s_out >= s_in / 128 > activation_qparams(-0.375, 0).scale
+    numerics.requantization(q, 1)                      # TFLite's parameters exist
+    x = quantize_tensor(calib[0], q.q_input)
+    y = dequantize(run_model(q, x), q.layers[1].q_out)
+    assert np.abs(y).max() <= 0.375 + s_out

@@ -46,6 +46,8 @@ def quantize(model: Model, params: list[FloatWeights | None], calibration: np.nd
             q_out = q[root]
         else:
             q_out = activation_qparams(lo[root], hi[root])
+            if layer.op == ir.HARD_SWISH:
+                q_out = _hard_swish_output(q[model.input_of(i)], q_out, lo[root])
         weights = (quantize_weights(layer, params[i], q[model.input_of(i)].scale)
                    if layer.op in PARAM_OPS else None)
         layers.append(replace(layer, weights=weights, q_out=q_out))
@@ -70,6 +72,18 @@ def shared_quantization(model: Model) -> list[int]:
                 a, b = sorted((find(t), find(i + 1)))
                 root[b] = a
     return [find(t) for t in range(model.n_layers + 1)]
+
+
+def _hard_swish_output(q_in: QParams, q_out: QParams, lo: float) -> QParams:
+    """TFLite's int16 hard-swish needs s_out >= s_in / 128: an input range far wider than the
+    output's (mostly below -3, where hard-swish is 0) widens the output range upwards until
+    it does, rather than give a model TFLite cannot run."""
+    least = float(f32(q_in.scale)) / 128.0
+    if q_out.scale >= least:
+        return q_out
+    lo = min(lo, 0.0)
+    q = activation_qparams(lo, lo + 255.0 * least * (1 + 1e-6))
+    return q if q.scale >= least else QParams(f32(least * (1 + 1e-5)), q.zero_point)
 
 
 def activation_qparams(lo: float, hi: float) -> QParams:
