@@ -83,14 +83,14 @@ def test_residual_net_shapes_and_folding(tmp_path):
     got = [(l.op, l.in_shape, l.out_shape, l.kernel, l.stride, l.pad, l.act, l.skip)
            for l in model.layers]
     assert got == [
-        ("conv2d", (16, 16, 3), (8, 8, 8), 3, 2, (1, 1, 1, 1), "relu", None),
-        ("depthwise_conv2d", (8, 8, 8), (8, 8, 8), 3, 1, (1, 1, 1, 1), "relu6", None),
-        ("conv2d", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", None),
-        ("add", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", 1),
-        ("max_pool", (8, 8, 8), (4, 4, 8), 2, 2, (0, 0, 0, 0), "none", None),
-        ("avg_pool", (4, 4, 8), (4, 4, 8), 3, 1, (1, 1, 1, 1), "none", None),
-        ("global_avgpool", (4, 4, 8), (1, 1, 8), 1, 1, (0, 0, 0, 0), "none", None),
-        ("dense", (1, 1, 8), (1, 1, 5), 1, 1, (0, 0, 0, 0), "none", None)]
+        ("conv2d", (16, 16, 3), (8, 8, 8), (3, 3), (2, 2), (1, 1, 1, 1), "relu", None),
+        ("depthwise_conv2d", (8, 8, 8), (8, 8, 8), (3, 3), (1, 1), (1, 1, 1, 1), "relu6", None),
+        ("conv2d", (8, 8, 8), (8, 8, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", None),
+        ("add", (8, 8, 8), (8, 8, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", 1),
+        ("max_pool", (8, 8, 8), (4, 4, 8), (2, 2), (2, 2), (0, 0, 0, 0), "none", None),
+        ("avg_pool", (4, 4, 8), (4, 4, 8), (3, 3), (1, 1), (1, 1, 1, 1), "none", None),
+        ("global_avgpool", (4, 4, 8), (1, 1, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", None),
+        ("dense", (1, 1, 8), (1, 1, 5), (1, 1), (1, 1), (0, 0, 0, 0), "none", None)]
     assert model.weights_spec == {"onnx": str(tmp_path / "residual1.onnx")}
     assert not model.quantized
 
