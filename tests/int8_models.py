@@ -52,7 +52,7 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
             w = rng.integers(-127, 128, shape).astype(np.int8)
             n_scales = 1 if layer.op == ir.DENSE else layer.cout
             scales = np.float32(rng.uniform(0.002, 0.02, n_scales)).astype(np.float64)
-            fan_in = int(np.prod(shape[1:])) if layer.op != ir.DEPTHWISE else layer.kernel_h * layer.kernel_w
+            fan_in = int(np.prod(shape[1:] if layer.op != ir.DEPTHWISE else shape[1:3]))
             acc_std = np.sqrt(fan_in) * 73.0 * 74.0
             bias = rng.integers(-acc_std, acc_std, layer.cout).astype(np.int32)
             weights = Weights(w=w, bias=bias, scales=scales)

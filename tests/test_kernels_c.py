@@ -40,9 +40,10 @@ CASES = {**{f"{n}-{a}": (s, l[:-1] + [{**l[-1], "act": a}]) for n, (s, l) in WEI
             for a in ("none", "relu6")}, **POOLS}
 SEEDS = (0, 1)
 
-_INT_FIELDS = ["op", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left", "in_h", "in_w", "in_c", "out_h",
-               "out_w", "out_c", "in_offset", "out_offset", "act_min", "act_max", "in2_offset",
-               "left_shift", "in1_mult", "in1_shift", "in2_mult", "in2_shift"]
+_INT_FIELDS = ["op", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
+               "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "in_offset", "out_offset",
+               "act_min", "act_max", "in2_offset", "left_shift", "in1_mult", "in1_shift",
+               "in2_mult", "in2_shift"]
 
 
 class Case(ctypes.Structure):
@@ -372,8 +373,9 @@ def _dsp_program(models) -> str:
         rq = nm.requantization(model, i)
         (ih, iw, ic), (oh, ow, oc) = layer.in_shape, layer.out_shape
         fields = dict(op=OP_NAMES[layer.op], kernel_h=layer.kernel_h, kernel_w=layer.kernel_w,
-                      stride_h=layer.stride_h, stride_w=layer.stride_w, pad_top=layer.pad_top, pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic,
-                      out_h=oh, out_w=ow, out_c=oc, skip=-1, act_min=rq.act_min,
+                      stride_h=layer.stride_h, stride_w=layer.stride_w, pad_top=layer.pad_top,
+                      pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow,
+                      out_c=oc, skip=-1, act_min=rq.act_min,
                       act_max=rq.act_max, mult=f"m{n}", shift=f"s{n}")
         if isinstance(rq, nm.ChannelRequant):
             decls += [_c_array("int8_t", f"w{n}", layer.weights.w),
