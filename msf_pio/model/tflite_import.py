@@ -10,7 +10,8 @@ LOGISTIC, RESHAPE (a flatten before a dense layer, or its inverse), PAD/PADV2 fo
 window op that alone reads it (a channel padding with the zero point into the CONV_2D after it: the
 padded channels add nothing), QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a
 TRANSPOSE NCHW -> NHWC of the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6.
-A [1, N] graph input (a dense model's) is the 1 x 1 x N map.
+A [1, N] graph input (a dense model's) is the 1 x 1 x N map. Windows may be rectangular (kh x kw,
+strides and padding per axis).
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
 operator index and its op.
