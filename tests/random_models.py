@@ -49,7 +49,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             layers.append({"op": "inverted_residual", "out": c, "expand": 2,
                            "kernel": 3, "stride": 1})
             n += 4
-        elif kind == "shortcut" and residuals and n + 4 <= max_layers and h >= 3:
+        elif kind == "shortcut" and residuals and n + 4 <= max_layers and min(hw) >= 3:
             # a ResNet stage: two 3x3 convs, a strided 1x1 conv shortcut on the stage input
             stage_in, s, c = len(layers) - 1 if layers else "input", \
                 draw(st.sampled_from([1, 2])), draw(st.integers(1, 8))
@@ -58,7 +58,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
                        {"op": "pointwise", "out": c, "stride": s, "input": stage_in},
                        {"op": "add", "from": len(layers) + 1, "act": "relu"}]
             n += 4
-        elif kind == "concat" and residuals and n + 3 <= max_layers and h >= 3:
+        elif kind == "concat" and residuals and n + 3 <= max_layers and min(hw) >= 3:
             # two branches off one tensor, joined along the channels
             stage_in = len(layers) - 1 if layers else "input"
             layers += [{"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
