@@ -52,7 +52,7 @@ def quantize_random(model: Model, seed: int, gain: float = 1.0) -> Model:
             w = rng.integers(-127, 128, shape).astype(np.int8)
             n_scales = 1 if layer.op == ir.DENSE else layer.cout
             scales = np.float32(rng.uniform(0.002, 0.02, n_scales)).astype(np.float64)
-            fan_in = int(np.prod(shape[1:])) if layer.op != ir.DEPTHWISE else layer.kernel ** 2
+            fan_in = int(np.prod(shape[1:] if layer.op != ir.DEPTHWISE else shape[1:3]))
             acc_std = np.sqrt(fan_in) * 73.0 * 74.0
             bias = rng.integers(-acc_std, acc_std, layer.cout).astype(np.int32)
             weights = Weights(w=w, bias=bias, scales=scales)
@@ -98,6 +98,22 @@ WEIGHTED = {   # the tests apply each activation to the last layer
                                      "padding": 1}]),
     "dw7x7_s2_same": ((13, 12, 5), [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
     "dw3x3_valid": ((7, 7, 3), [{"op": "depthwise_conv2d", "kernel": 3, "padding": "valid"}]),
+    # rectangular windows: each axis its own kernel, stride and padding (the first: the stem of
+    # MLPerf Tiny's keyword spotting DS-CNN, 10x4 stride 2 on one channel)
+    "conv10x4_s2_same": ((15, 9, 1), [{"op": "conv2d", "out": 6, "kernel": [10, 4],
+                                       "stride": 2}]),
+    "conv3x1_s21_same": ((9, 7, 5), [{"op": "conv2d", "out": 4, "kernel": [3, 1],
+                                      "stride": [2, 1]}]),
+    "conv1x3_s12_valid": ((7, 9, 4), [{"op": "conv2d", "out": 5, "kernel": [1, 3],
+                                       "stride": [1, 2], "padding": "valid"}]),
+    "conv5x3_s12_pad1": ((10, 9, 3), [{"op": "conv2d", "out": 3, "kernel": [5, 3],
+                                       "stride": [1, 2], "padding": 1}]),
+    "dw3x1_s12_same": ((8, 9, 6), [{"op": "depthwise_conv2d", "kernel": [3, 1],
+                                    "stride": [1, 2]}]),
+    "dw1x5_s21_same": ((9, 8, 5), [{"op": "depthwise_conv2d", "kernel": [1, 5],
+                                    "stride": [2, 1]}]),
+    "dw3x5_s2_pad1": ((11, 10, 4), [{"op": "depthwise_conv2d", "kernel": [3, 5], "stride": 2,
+                                     "padding": 1}]),
     "dense_after_gap": ((5, 5, 7), [{"op": "global_avgpool"}, {"op": "dense", "out": 4}]),
     "dense_flatten": ((3, 2, 5), [{"op": "dense", "out": 6}]),
     "dense_dense": ((1, 1, 9), [{"op": "dense", "out": 8, "act": "relu"},
@@ -116,6 +132,13 @@ POOLS = {
                                         "padding": "same"}]),
     "avgpool_k3_s2_same": ((8, 8, 3), [{"op": "avg_pool", "kernel": 3, "stride": 2,
                                         "padding": "same"}]),
+    "maxpool_k3x2_s21": ((9, 8, 3), [{"op": "max_pool", "kernel": [3, 2], "stride": [2, 1]}]),
+    "maxpool_k2x3_s12_same": ((7, 9, 3), [{"op": "max_pool", "kernel": [2, 3], "stride": [1, 2],
+                                           "padding": "same"}]),
+    "avgpool_k1x3_s12_same": ((7, 9, 3), [{"op": "avg_pool", "kernel": [1, 3],
+                                           "stride": [1, 2], "padding": "same"}]),
+    "avgpool_k3x2_s2_same": ((8, 7, 3), [{"op": "avg_pool", "kernel": [3, 2], "stride": 2,
+                                          "padding": "same"}]),
     "gap": ((6, 5, 4), [{"op": "global_avgpool"}]),
     "gap_large": ((16, 16, 3), [{"op": "global_avgpool"}]),
 }

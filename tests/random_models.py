@@ -1,4 +1,5 @@
-"""Random small CNN specs for property-based tests (hypothesis strategies)."""
+"""Random small CNN specs for property-based tests (hypothesis strategies). Windows are square
+or rectangular (each axis its own kernel and stride)."""
 from hypothesis import strategies as st
 
 from msf_pio.model.spec import spec_to_model
@@ -8,24 +9,25 @@ from msf_pio.model.spec import spec_to_model
 def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool = True):
     """A random valid spec whose expanded IR has at most `max_layers` layers."""
     size = draw(st.integers(6, 20))
-    layers, n, h, c = [], 0, size, draw(st.integers(1, 4))
+    layers, n, hw, c = [], 0, (size, size), draw(st.integers(1, 4))
     while n < max_layers:
         kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "act", "shortcut",
                                      "concat", "stop"]))
         if kind == "stop" and n >= 2:
             break
         if kind == "conv":
-            k, s = draw(st.sampled_from([1, 3, 5])), draw(st.sampled_from([1, 2]))
-            if k > h:
+            k, s = draw(_window([1, 3, 5]))
+            if not _fits(k, hw):
                 continue
             c = draw(st.integers(1, 8))
             layers.append({"op": "conv2d", "out": c, "kernel": k, "stride": s,
-                           "padding": draw(st.sampled_from(["same", "valid", k // 2])),
+                           "padding": draw(st.sampled_from(["same", "valid",
+                                                            min(_pair(k)) // 2])),
                            "act": draw(st.sampled_from(["none", "relu", "relu6"]))})
             n += 1
         elif kind == "dw":
-            k, s = draw(st.sampled_from([3, 5])), draw(st.sampled_from([1, 2]))
-            if k > h:
+            k, s = draw(_window([3, 5]))
+            if not _fits(k, hw):
                 continue
             layers.append({"op": "depthwise_conv2d", "kernel": k, "stride": s, "act": "relu6"})
             n += 1
@@ -37,14 +39,17 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             layers.append({"op": draw(st.sampled_from(["hard_swish", "leaky_relu", "logistic",
                                                        "softmax", "prelu"]))})
             n += 1
-        elif kind == "pool" and h >= 2:
-            layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": 2})
+        elif kind == "pool" and min(hw) >= 2:
+            k = draw(st.sampled_from([2, [2, 1], [1, 2], [3, 2]]))
+            if not _fits(k, hw):
+                continue
+            layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": k})
             n += 1
         elif kind == "ir" and residuals and n + 4 <= max_layers:
             layers.append({"op": "inverted_residual", "out": c, "expand": 2,
                            "kernel": 3, "stride": 1})
             n += 4
-        elif kind == "shortcut" and residuals and n + 4 <= max_layers and h >= 3:
+        elif kind == "shortcut" and residuals and n + 4 <= max_layers and min(hw) >= 3:
             # a ResNet stage: two 3x3 convs, a strided 1x1 conv shortcut on the stage input
             stage_in, s, c = len(layers) - 1 if layers else "input", \
                 draw(st.sampled_from([1, 2])), draw(st.integers(1, 8))
@@ -53,7 +58,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
                        {"op": "pointwise", "out": c, "stride": s, "input": stage_in},
                        {"op": "add", "from": len(layers) + 1, "act": "relu"}]
             n += 4
-        elif kind == "concat" and residuals and n + 3 <= max_layers and h >= 3:
+        elif kind == "concat" and residuals and n + 3 <= max_layers and min(hw) >= 3:
             # two branches off one tensor, joined along the channels
             stage_in = len(layers) - 1 if layers else "input"
             layers += [{"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
@@ -63,12 +68,32 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             n += 3
         else:
             continue
-        h = _height(layers, size)
+        hw = _dims(layers, size)
     if head and n + 2 <= max_layers and draw(st.booleans()):
         layers += [{"op": "global_avgpool"}, {"op": "dense", "out": 3}]
     return {"name": "random", "input": {"shape": [size, size, draw(st.integers(1, 3))]},
             "layers": layers}
 
 
-def _height(layers, size):
-    return spec_to_model({"input": {"shape": [size, size, 1]}, "layers": layers}).output_shape[0]
+@st.composite
+def _window(draw, kernels: list[int]):
+    """(kernel, stride) as the spec takes them: a square window, or a rectangular one with
+    each axis drawn (a kernel of 1, 2 or one of `kernels`; a stride of 1 or 2)."""
+    if draw(st.booleans()):
+        return draw(st.sampled_from(kernels)), draw(st.sampled_from([1, 2]))
+    sizes = sorted(set(kernels) | {1, 2})
+    return ([draw(st.sampled_from(sizes)) for _ in range(2)],
+            [draw(st.sampled_from([1, 2])) for _ in range(2)])
+
+
+def _pair(k):
+    return tuple(k) if isinstance(k, list) else (k, k)
+
+
+def _fits(kernel, hw) -> bool:
+    return all(k <= n for k, n in zip(_pair(kernel), hw))
+
+
+def _dims(layers, size):
+    return spec_to_model({"input": {"shape": [size, size, 1]},
+                          "layers": layers}).output_shape[:2]

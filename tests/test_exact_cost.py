@@ -11,13 +11,13 @@ from tests.random_models import small_specs
 
 def valid_rows(layer, out_row):
     """Input rows a window layer's output row reads (padding rows dropped)."""
-    start = out_row * layer.stride - layer.pad_top
-    return {r for r in range(start, start + layer.kernel) if 0 <= r < layer.in_shape[0]}
+    start = out_row * layer.stride_h - layer.pad_top
+    return {r for r in range(start, start + layer.kernel_h) if 0 <= r < layer.in_shape[0]}
 
 
 def valid_cols(layer, out_col):
-    start = out_col * layer.stride - layer.pad_left
-    return {c for c in range(start, start + layer.kernel) if 0 <= c < layer.in_shape[1]}
+    start = out_col * layer.stride_w - layer.pad_left
+    return {c for c in range(start, start + layer.kernel_w) if 0 <= c < layer.in_shape[1]}
 
 
 def pixel_macs(layer, row, col):

@@ -40,9 +40,10 @@ CASES = {**{f"{n}-{a}": (s, l[:-1] + [{**l[-1], "act": a}]) for n, (s, l) in WEI
             for a in ("none", "relu6")}, **POOLS}
 SEEDS = (0, 1)
 
-_INT_FIELDS = ["op", "kernel", "stride", "pad_top", "pad_left", "in_h", "in_w", "in_c", "out_h",
-               "out_w", "out_c", "in_offset", "out_offset", "act_min", "act_max", "in2_offset",
-               "left_shift", "in1_mult", "in1_shift", "in2_mult", "in2_shift"]
+_INT_FIELDS = ["op", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
+               "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "in_offset", "out_offset",
+               "act_min", "act_max", "in2_offset", "left_shift", "in1_mult", "in1_shift",
+               "in2_mult", "in2_shift"]
 
 
 class Case(ctypes.Structure):
@@ -90,7 +91,8 @@ class Kernels:
         layer = model.layers[index]
         rq = nm.requantization(model, index)
         (ih, iw, ic), (oh, ow, oc) = layer.in_shape, layer.out_shape
-        c = Case(op=self.codes[OP_NAMES[layer.op]], kernel=layer.kernel, stride=layer.stride,
+        c = Case(op=self.codes[OP_NAMES[layer.op]], kernel_h=layer.kernel_h,
+                 kernel_w=layer.kernel_w, stride_h=layer.stride_h, stride_w=layer.stride_w,
                  pad_top=layer.pad_top, pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic,
                  out_h=oh, out_w=ow, out_c=oc, act_min=rq.act_min, act_max=rq.act_max)
         keep = []
@@ -171,9 +173,9 @@ def input_span(layer, lo, hi, axis):
     """Input rows (axis 0) or columns (axis 1) that output positions [lo, hi) read."""
     if layer.op == ir.ADD:
         return lo, hi
-    pad = layer.pad_top if axis == 0 else layer.pad_left
+    kernel, stride, pad = layer.kernel[axis], layer.stride[axis], layer.pad[axis]
     size = layer.in_shape[axis]
-    return max(0, lo * layer.stride - pad), min(size, (hi - 1) * layer.stride - pad + layer.kernel)
+    return max(0, lo * stride - pad), min(size, (hi - 1) * stride - pad + kernel)
 
 
 def run_tile(kernels, model, index, tensors, rows, cols, rng):
@@ -347,7 +349,9 @@ DSP_CASES = ["conv3x3_s1_same-relu6", "conv5x5_s2_same-none", "conv3x3_cin13-non
              "conv1x1_cin13-relu6", "conv1x1_s2-none", "conv1x1-none", "conv1x1_cin11-relu6",
              "conv1x1_cin6-none", "conv3x3_s2_pad1-relu6",
              "dw3x3_s2_same-relu6", "dw3x3_s1_same-none", "dw5x5_s2_pad1-relu6",
-             "dw7x7_s2_same-none", "add-none"]
+             "dw7x7_s2_same-none", "add-none", "conv10x4_s2_same-relu6",
+             "conv3x1_s21_same-none", "conv5x3_s12_pad1-relu6", "dw3x1_s12_same-none",
+             "dw3x5_s2_pad1-relu6"]
 _LINK = ["--oslib=semihost", "--crt0=semihost",      # picolibc's specs come with CROSS
          "-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
          "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000"]
@@ -368,9 +372,10 @@ def _dsp_program(models) -> str:
         layer = model.layers[i]
         rq = nm.requantization(model, i)
         (ih, iw, ic), (oh, ow, oc) = layer.in_shape, layer.out_shape
-        fields = dict(op=OP_NAMES[layer.op], kernel=layer.kernel, stride=layer.stride,
-                      pad_top=layer.pad_top, pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic,
-                      out_h=oh, out_w=ow, out_c=oc, skip=-1, act_min=rq.act_min,
+        fields = dict(op=OP_NAMES[layer.op], kernel_h=layer.kernel_h, kernel_w=layer.kernel_w,
+                      stride_h=layer.stride_h, stride_w=layer.stride_w, pad_top=layer.pad_top,
+                      pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow,
+                      out_c=oc, skip=-1, act_min=rq.act_min,
                       act_max=rq.act_max, mult=f"m{n}", shift=f"s{n}")
         if isinstance(rq, nm.ChannelRequant):
             decls += [_c_array("int8_t", f"w{n}", layer.weights.w),

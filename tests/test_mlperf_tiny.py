@@ -24,6 +24,8 @@ MLPERF_TINY = {   # zoo name -> (input shape, output shape, op kinds)
     # ResNet-8: shortcut convs read a stack input two layers back (a branched graph)
     "mlperf-tiny-ic": ((32, 32, 3), (1, 1, 10), {ir.CONV, ir.ADD, ir.GLOBAL_AVGPOOL, ir.DENSE,
                                                  ir.SOFTMAX}),
+    "mlperf-tiny-kws": ((49, 10, 1), (1, 1, 12), {ir.CONV, ir.DEPTHWISE, ir.AVG_POOL, ir.DENSE,
+                                                  ir.SOFTMAX}),
 }
 
 
@@ -55,6 +57,9 @@ def test_mlperf_tiny_round_trip_is_bit_exact_with_tflm(name, tmp_path):
     if name == "mlperf-tiny-ic":      # the shortcut convs really branch, and blocks span them
         assert sum(model.input_of(l) != l for l in range(model.n_layers)) == 2
         assert plans[2].peak_ram < plans[1].peak_ram < plans[0].peak_ram / 4
+    if name == "mlperf-tiny-kws":     # the 10x4 stem and the 24x5 pool fuse: below vanilla
+        assert plans[2].peak_ram < plans[0].peak_ram
+        assert any(l.kernel == (10, 4) for l in model.layers)
     if name == "mlperf-tiny-vww":     # fusion pays: least RAM far below vanilla (with row tiles,
         # F <= 1.3 already reaches the F = inf floor)
         assert plans[2].peak_ram <= plans[1].peak_ram < plans[0].peak_ram / 4

@@ -83,14 +83,14 @@ def test_residual_net_shapes_and_folding(tmp_path):
     got = [(l.op, l.in_shape, l.out_shape, l.kernel, l.stride, l.pad, l.act, l.skip)
            for l in model.layers]
     assert got == [
-        ("conv2d", (16, 16, 3), (8, 8, 8), 3, 2, (1, 1, 1, 1), "relu", None),
-        ("depthwise_conv2d", (8, 8, 8), (8, 8, 8), 3, 1, (1, 1, 1, 1), "relu6", None),
-        ("conv2d", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", None),
-        ("add", (8, 8, 8), (8, 8, 8), 1, 1, (0, 0, 0, 0), "none", 1),
-        ("max_pool", (8, 8, 8), (4, 4, 8), 2, 2, (0, 0, 0, 0), "none", None),
-        ("avg_pool", (4, 4, 8), (4, 4, 8), 3, 1, (1, 1, 1, 1), "none", None),
-        ("global_avgpool", (4, 4, 8), (1, 1, 8), 1, 1, (0, 0, 0, 0), "none", None),
-        ("dense", (1, 1, 8), (1, 1, 5), 1, 1, (0, 0, 0, 0), "none", None)]
+        ("conv2d", (16, 16, 3), (8, 8, 8), (3, 3), (2, 2), (1, 1, 1, 1), "relu", None),
+        ("depthwise_conv2d", (8, 8, 8), (8, 8, 8), (3, 3), (1, 1), (1, 1, 1, 1), "relu6", None),
+        ("conv2d", (8, 8, 8), (8, 8, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", None),
+        ("add", (8, 8, 8), (8, 8, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", 1),
+        ("max_pool", (8, 8, 8), (4, 4, 8), (2, 2), (2, 2), (0, 0, 0, 0), "none", None),
+        ("avg_pool", (4, 4, 8), (4, 4, 8), (3, 3), (1, 1), (1, 1, 1, 1), "none", None),
+        ("global_avgpool", (4, 4, 8), (1, 1, 8), (1, 1), (1, 1), (0, 0, 0, 0), "none", None),
+        ("dense", (1, 1, 8), (1, 1, 5), (1, 1), (1, 1), (0, 0, 0, 0), "none", None)]
     assert model.weights_spec == {"onnx": str(tmp_path / "residual1.onnx")}
     assert not model.quantized
 
@@ -194,6 +194,54 @@ def test_qdq_model_runs_close_to_onnxruntime(tmp_path):
     for seed in range(3):
         x = _input((16, 16, 3), seed)
         assert np.abs(simulate(model, x) - _ort(path, x)).max() <= 2 * step
+
+
+def rect_net(tmp_path):
+    """Rectangular windows: Conv 5x3 strides (2, 1) with pads, a depthwise 1x3 strides (1, 2)
+    SAME_UPPER, MaxPool 3x2 strides (2, 1), AveragePool 1x3 padded, GAP, Flatten, Gemm."""
+    inits = [_init("w1", (6, 3, 5, 3)), _init("b1", (6,), scale=0.1),
+             _init("wd", (6, 1, 1, 3)), _init("bd", (6,), scale=0.1),
+             _init("lo", value=0.0), _init("hi", value=6.0),
+             _init("wg", (5, 6)), _init("bg", (5,), scale=0.1)]
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], pads=[2, 1, 2, 1],
+                              strides=[2, 1], name="conv"),
+             helper.make_node("Relu", ["c1"], ["r1"], name="relu"),
+             helper.make_node("Conv", ["r1", "wd", "bd"], ["c2"], auto_pad="SAME_UPPER",
+                              strides=[1, 2], group=6, name="dw"),
+             helper.make_node("Clip", ["c2", "lo", "hi"], ["r2"], name="clip"),
+             helper.make_node("MaxPool", ["r2"], ["m"], kernel_shape=[3, 2], strides=[2, 1],
+                              name="mp"),
+             helper.make_node("AveragePool", ["m"], ["ap"], kernel_shape=[1, 3],
+                              pads=[0, 1, 0, 1], name="ap"),
+             helper.make_node("GlobalAveragePool", ["ap"], ["gp"], name="gap"),
+             helper.make_node("Flatten", ["gp"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], transB=1, name="fc")]
+    return _save(tmp_path, nodes, inits, out_shape=[1, 5], name="rect.onnx")
+
+
+def test_rectangular_windows_match_onnxruntime(tmp_path):
+    """kernel_shape and strides per axis (ONNX pads: top, left, bottom, right): the float net
+    and, quantized by onnxruntime (QDQ), the int8 simulation match onnxruntime."""
+    path = rect_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [(l.op, l.kernel, l.stride, l.pad, l.out_shape) for l in model.layers[:4]] == [
+        ("conv2d", (5, 3), (2, 1), (2, 1, 2, 1), (8, 16, 6)),
+        ("depthwise_conv2d", (1, 3), (1, 2), (0, 0, 0, 1), (8, 8, 6)),
+        ("max_pool", (3, 2), (2, 1), (0, 0, 0, 0), (3, 7, 6)),
+        ("avg_pool", (1, 3), (1, 1), (0, 1, 0, 1), (3, 7, 6))]
+    for seed in range(3):
+        x = _input((16, 16, 3), seed)
+        np.testing.assert_allclose(forward(model, params, x), _ort(path, x), atol=1e-4)
+    qpath = tmp_path / "rect_qdq.onnx"
+    quantize_static(str(path), str(qpath), _Reader(), quant_format=QuantFormat.QDQ,
+                    per_channel=True, activation_type=QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
+    qmodel = materialize(load_model(qpath))
+    assert [l.kernel for l in qmodel.layers[:4]] == [(5, 3), (1, 3), (3, 2), (1, 3)]
+    step = qmodel.layers[-1].q_out.scale
+    for seed in range(3):    # TFLite fixed point vs onnxruntime's float requantization
+        x = _input((16, 16, 3), seed)
+        assert np.abs(simulate(qmodel, x) - _ort(qpath, x)).max() <= 2 * step
 
 
 def test_float_onnx_materializes(tmp_path):

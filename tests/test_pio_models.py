@@ -18,7 +18,9 @@ from msf_pio.reference import run_model
 TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qemu-system-riscv32",
          "xtensa-lx106-elf-gcc", "qemu-system-xtensa")
 BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
-MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144")
+MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144",
+          "mlperf-tiny-kws")
+MLPERF_TINY = ("mlperf-tiny-kws", "mlperf-tiny-vww", "mlperf-tiny-ad")
 LINE = re.compile(r" hz=(\d+) .* arena=(\d+) arena_pred=(\d+) .* crc=(0x[0-9a-f]{8}) "
                   r"crc_ref=(0x[0-9a-f]{8}) status=(\w+)$")
 
@@ -75,6 +77,28 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
         assert int(hz) == F_CPU[board]                   # the stood-in part's clock
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
         assert summary["plan"] == "p1:inf"
+
+
+@pytest.mark.parametrize("name", MLPERF_TINY)
+def test_mlperf_tiny_vanilla_and_least_ram_on_the_emulated_m7(core, tmp_path, name):
+    """The MLPerf Tiny models (kws: rectangular windows) give the reference's bytes on
+    qemu_f767zi under the vanilla and the least-RAM plans, each painting its predicted arena;
+    fusion never needs more RAM than vanilla."""
+    expected_crc, arenas = reference_crc(name), {}
+    for objective in ("vanilla", "min_ram"):
+        project = make_project(tmp_path / objective, model=name, objective=objective)
+        code, out = pio(core, project, "run", "-e", "qemu_f767zi", "-t", "upload")
+        assert code == 0, out[-3000:]
+        summary = json.loads((project / ".pio" / "build" / "qemu_f767zi" / "msf_generated" /
+                              "stamp.json").read_text())["summary"]
+        lines = result_lines(out)
+        assert len(lines) == 1, out[-2000:]
+        _, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
+        assert status == "ok" and crc == crc_ref == expected_crc, objective
+        assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"], objective
+        arenas[objective] = int(arena)
+        print(f"{name} {objective}: plan {summary['plan']}, arena {arena} B")
+    assert arenas["min_ram"] <= arenas["vanilla"]
 
 
 def test_pio_test_on_emulated_boards(core, tmp_path):

@@ -42,6 +42,53 @@ layers:
     assert m.layers[12].out_shape == (1, 1, 16) and m.output_shape == (1, 1, 10)
 
 
+def test_rectangular_windows(tmp_path):
+    """kernel and stride take [rows, columns]; each axis gets its own SAME padding."""
+    path = write(tmp_path, """
+input: {shape: [49, 10, 1]}
+layers:
+  - {op: conv2d, out: 8, kernel: [10, 4], stride: 2}
+  - {op: depthwise_conv2d, kernel: [3, 1], stride: [2, 1]}
+  - {op: inverted_residual, out: 8, expand: 2, kernel: [1, 3], stride: [1, 2]}
+  - {op: max_pool, kernel: [3, 2]}
+  - {op: avg_pool, kernel: [2, 1], stride: 1, padding: valid}
+""")
+    m = load_spec(path)
+    got = [(l.kernel, l.stride, l.pad, l.out_shape) for l in m.layers]
+    assert got == [((10, 4), (2, 2), (4, 1, 5, 1), (25, 5, 8)),
+                   ((3, 1), (2, 1), (1, 0, 1, 0), (13, 5, 8)),
+                   ((1, 1), (1, 1), (0, 0, 0, 0), (13, 5, 16)),          # expand
+                   ((1, 3), (1, 2), (0, 1, 0, 1), (13, 3, 16)),          # depthwise
+                   ((1, 1), (1, 1), (0, 0, 0, 0), (13, 3, 8)),           # project
+                   ((3, 2), (3, 2), (0, 0, 0, 0), (4, 1, 8)),            # stride = kernel
+                   ((2, 1), (1, 1), (0, 0, 0, 0), (3, 1, 8))]
+    assert (m.layers[0].kernel_h, m.layers[0].kernel_w) == (10, 4)
+    assert (m.layers[1].stride_h, m.layers[1].stride_w) == (2, 1)
+
+
+@pytest.mark.parametrize("layer,where,words", [
+    ("{op: conv2d, out: 4, kernel: [3]}", "layers[1].kernel", "[rows, columns]"),
+    ("{op: conv2d, out: 4, kernel: [3, 1, 1]}", "layers[1].kernel", "[rows, columns]"),
+    ("{op: conv2d, out: 4, kernel: [0, 3]}", "layers[1].kernel", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: [3, true]}", "layers[1].kernel", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: 3, stride: [1, x]}", "layers[1].stride", "[rows, columns]"),
+    ("{op: max_pool, kernel: 2, stride: 2.5}", "layers[1].stride", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: [3, 1], padding: 1}", "layers[1].padding", "[0, kernel)"),
+    ("{op: conv2d, out: 4, kernel: [5, 1], padding: valid}", "layers[1].kernel",
+     "kernel 5x1 does not fit the 4x4 input"),
+    ("{op: inverted_residual, out: 3, kernel: [3, 0]}", "layers[1].kernel", "integer >= 1"),
+])
+def test_window_errors_name_file_layer_and_field(tmp_path, layer, where, words):
+    path = write(tmp_path, f"""
+input: {{shape: [8, 8, 3]}}
+layers:
+  - {{op: conv2d, out: 4, kernel: 3, stride: 2}}
+  - {layer}
+""")
+    msg = error_of(path)
+    assert str(path) in msg and where in msg and words in msg and "\n" not in msg
+
+
 @pytest.mark.parametrize("layer,where,words", [
     ("{op: conv3d, out: 4}", "layers[1].op", "unknown op 'conv3d'"),
     ("{op: conv2d, out: 4}", "layers[1].kernel", "is required"),

@@ -17,7 +17,15 @@ OBJECTIVES = [("vanilla", {}), ("heuristic", {}), ("min_ram", {}),
 def test_zoo_has_the_issue_models():
     assert {"mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144",
             "mcunet-320kb", "mcunet-vww-5fps", "tiny", "mlperf-tiny-vww",
-            "mlperf-tiny-ad", "mlperf-tiny-ic"} <= set(ZOO)
+            "mlperf-tiny-ad", "mlperf-tiny-ic", "mlperf-tiny-kws"} <= set(ZOO)
+
+
+def _leaves_inputs_unread(layer) -> bool:
+    """A window whose stride skips inputs, or whose last window ends before the input does."""
+    if not layer.has_window:
+        return False
+    return any(s > k or (o - 1) * s - p + k < n for k, s, p, o, n in (
+        (*layer.window(axis), layer.out_shape[axis], layer.in_shape[axis]) for axis in (0, 1)))
 
 
 @pytest.mark.parametrize("cost_model", ["exact", "paper"])
@@ -40,13 +48,18 @@ def test_zoo_model_solves_every_objective(name, cost_model):
         layers = [i for e in plan.blocks for i in range(e.first, e.last + 1)]
         assert layers == list(range(model.n_layers))          # a path covers every layer once
         # the paper's block formula undercounts a block ending in a stride-2 window with
-        # TFLite's asymmetric SAME padding (mlperf-tiny-vww: F = 0.987); the exact model never
-        assert plan.overhead >= (1.0 if cost_model == "exact" else 0.98)
-        assert plan.peak_ram <= vanilla.peak_ram
+        # TFLite's asymmetric SAME padding (mlperf-tiny-vww: F = 0.987); the exact model only
+        # when a window leaves input positions unread, which a fused block never computes
+        # (mlperf-tiny-kws: the 24x5 pool skips the map's last row)
+        exact_floor = 1.0 if not any(map(_leaves_inputs_unread, model.layers)) else 0.9
+        assert plan.overhead >= (exact_floor if cost_model == "exact" else 0.98)
+        if objective != "min_macs":   # P2 may spend RAM on MACs below vanilla's (a block
+            assert plan.peak_ram <= vanilla.peak_ram   # skipping rows no window reads)
         if objective == "min_ram":
             assert plan.overhead <= opts.get("max_overhead", math.inf)
         if objective == "min_macs":
             assert plan.peak_ram <= 64_000
+            assert plan.macs <= vanilla.macs or vanilla.peak_ram > 64_000
 
 
 def test_official_models_shapes():
@@ -67,6 +80,14 @@ def test_mlperf_tiny_shapes():
     assert vww.input_shape == (96, 96, 3) and vww.output_shape == (1, 1, 2)
     assert vww.layers[-4].out_shape == (3, 3, 256) and vww.layers[-1].op == "softmax"
     assert sum(l.op == "depthwise_conv2d" for l in vww.layers) == 13
+    kws = load_model("mlperf-tiny-kws")      # DS-CNN: 10x4/2 stem, 4 separable blocks
+    assert kws.input_shape == (49, 10, 1) and kws.output_shape == (1, 1, 12)
+    assert kws.layers[0].kernel == (10, 4) and kws.layers[0].out_shape == (25, 5, 64)
+    assert kws.layers[0].pad == (4, 1, 5, 1)                     # TFLite SAME, per axis
+    pool = kws.layers[-3]                     # the reference's (24, 5) window on the 25x5 map
+    assert (pool.op, pool.kernel, pool.stride, pool.out_shape) == ("avg_pool", (24, 5), (24, 5),
+                                                                   (1, 1, 64))
+    assert sum(l.op == "depthwise_conv2d" for l in kws.layers) == 4
     ad = load_model("mlperf-tiny-ad")
     assert [l.cout for l in ad.layers] == [128] * 4 + [8] + [128] * 4 + [640]
     assert ad.input_shape == (1, 1, 640) and {l.op for l in ad.layers} == {"dense"}

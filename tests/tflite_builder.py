@@ -93,9 +93,15 @@ class TfliteBuilder:
         return np.float32(s_in * float(np.median(scales)) * np.sqrt(fan_in) * 74 * 74 / 50)
 
 
+def _strides(stride):
+    """(strideH, strideW) of one int or a pair."""
+    return tuple(stride) if isinstance(stride, (tuple, list)) else (stride, stride)
+
+
 def conv_options(padding, stride, act, depthwise=False, dilation=1):
     o = fb.DepthwiseConv2DOptionsT() if depthwise else fb.Conv2DOptionsT()
-    o.padding, o.strideH, o.strideW, o.fusedActivationFunction = padding, stride, stride, act
+    o.padding, o.fusedActivationFunction = padding, act
+    o.strideH, o.strideW = _strides(stride)
     o.dilationHFactor = o.dilationWFactor = dilation
     if depthwise:
         o.depthMultiplier = 1
@@ -104,8 +110,8 @@ def conv_options(padding, stride, act, depthwise=False, dilation=1):
 
 def pool_options(padding, stride, kh, kw, act=fb.ActivationFunctionType.NONE):
     o = fb.Pool2DOptionsT()
-    o.padding, o.strideH, o.strideW, o.filterHeight, o.filterWidth = padding, stride, stride, kh, kw
-    o.fusedActivationFunction = act
+    o.padding, o.filterHeight, o.filterWidth, o.fusedActivationFunction = padding, kh, kw, act
+    o.strideH, o.strideW = _strides(stride)
     return o
 
 
@@ -162,6 +168,36 @@ def foreign_net(seed: int = 0, shuffle: bool = True) -> bytes:
     y = b.tensor("scores", (1, 5), TT.FLOAT32)
     b.op(OP.DEQUANTIZE, [logits], [y])
     return b.finish([x_f], [y], shuffle)
+
+
+def rect_net(seed: int = 0, shuffle: bool = True) -> bytes:
+    """Rectangular windows on every window op: int8 (1, 13, 9, 3) -> CONV 3x1 SAME stride (2, 1)
+    (RELU) -> DEPTHWISE 1x3 SAME stride (1, 2) -> CONV 2x3 VALID stride (1, 2) -> MAX_POOL 3x2
+    VALID stride (2, 1) -> AVERAGE_POOL 1x2 SAME."""
+    b = TfliteBuilder(seed)
+    A, SAME, VALID = fb.ActivationFunctionType, fb.Padding.SAME, fb.Padding.VALID
+    s_x = np.float32(1 / 40)
+    x = b.activation("x", (1, 13, 9, 3), s_x, -7)
+    w, sw = b.weights("stem", (8, 3, 1, 3), 0)
+    s1 = b.out_scale(s_x, sw, 9)
+    c1 = b.activation("stem", (1, 7, 9, 8), s1, -128)
+    b.op(OP.CONV_2D, [x, w, b.bias("stem", 8, 2000)], [c1], OPT.Conv2DOptions,
+         conv_options(SAME, (2, 1), A.RELU))
+    w, sw = b.weights("dw", (1, 1, 3, 8), 3)
+    s2 = b.out_scale(s1, sw, 3)
+    d1 = b.activation("dw", (1, 7, 5, 8), s2, 4)
+    b.op(OP.DEPTHWISE_CONV_2D, [c1, w, b.bias("dw", 8, 1500)], [d1],
+         OPT.DepthwiseConv2DOptions, conv_options(SAME, (1, 2), A.NONE, depthwise=True))
+    w, sw = b.weights("conv", (6, 2, 3, 8), 0)
+    s3 = b.out_scale(s2, sw, 48)
+    c2 = b.activation("conv", (1, 6, 2, 6), s3, -9)
+    b.op(OP.CONV_2D, [d1, w, b.bias("conv", 6, 4000)], [c2], OPT.Conv2DOptions,
+         conv_options(VALID, (1, 2), A.NONE))
+    m1 = b.activation("maxpool", (1, 2, 1, 6), s3, -9)
+    b.op(OP.MAX_POOL_2D, [c2], [m1], OPT.Pool2DOptions, pool_options(VALID, (2, 1), 3, 2))
+    y = b.activation("avgpool", (1, 2, 1, 6), s3, -9)
+    b.op(OP.AVERAGE_POOL_2D, [m1], [y], OPT.Pool2DOptions, pool_options(SAME, 1, 1, 2))
+    return b.finish([x], [y], shuffle)
 
 
 def activation_net(seed: int = 0, shuffle: bool = True) -> bytes:

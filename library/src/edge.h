@@ -35,13 +35,15 @@ static inline int32_t msf_input_channels(const msf_layer_t *l, int k)
     return !k ? l->in_c : l->op == MSF_CONCAT ? l->out_c - l->in_c : l->out_c;
 }
 
-/* Last input position (row or column, by `pad` and `len`) that output position i reads. */
-static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int32_t pad, int32_t len)
+/* Last input position (a row with `rows`, else a column) that output position i reads. */
+static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
 {
     if (msf_n_inputs(l) == 2) {
         return i;
     }
-    int32_t c = i * l->stride - pad + l->kernel - 1;
+    const int32_t c = rows ? i * l->stride_h - l->pad_top + l->kernel_h - 1
+                           : i * l->stride_w - l->pad_left + l->kernel_w - 1;
+    const int32_t len = rows ? l->in_h : l->in_w;
     return c < len - 1 ? c : len - 1;
 }
 
@@ -57,8 +59,7 @@ static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
     const msf_layer_t *L = b->layers;
     int32_t l = b->n - 1;
     for (;;) {
-        const int32_t need = rows ? msf_last_input(&L[l], next[l], L[l].pad_top, L[l].in_h)
-                                  : msf_last_input(&L[l], next[l], L[l].pad_left, L[l].in_w);
+        const int32_t need = msf_last_input(&L[l], next[l], rows);
         int32_t lacking = -1;
         for (int k = 0; k < msf_n_inputs(&L[l]) && lacking < 0; k++) {
             const int32_t t = msf_input_tensor(&L[l], k) - b->first;

@@ -124,8 +124,8 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         for (int32_t l = n - 1; l >= 0; l--) {        /* consumers come after producers */
             int32_t a = lo[l + 1], z = hi[l + 1];
             if (msf_n_inputs(&L[l]) == 1) {
-                a = a * L[l].stride - L[l].pad_top;
-                z = (z - 1) * L[l].stride - L[l].pad_top + L[l].kernel;
+                a = a * L[l].stride_h - L[l].pad_top;
+                z = (z - 1) * L[l].stride_h - L[l].pad_top + L[l].kernel_h;
                 a = a > 0 ? a : 0;
                 z = z < L[l].in_h ? z : L[l].in_h;
             }

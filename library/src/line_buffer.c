@@ -35,7 +35,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             const int32_t row = next[l];
             if (l == 0) {
                 msf_pull_rows(b, source, &view[0], &pulled,
-                              msf_last_input(&L[0], row, L[0].pad_top, L[0].in_h));
+                              msf_last_input(&L[0], row, 1));
             }
             if (l < n - 1) {
                 msf_ring_admit(&view[l + 1], capacity[l + 1], row);

@@ -49,9 +49,11 @@ def _check(model: Model) -> None:
         raise MsfError("the model has no quantized weights (materialize it first)",
                        source=model.source or model.name)
     for i, layer in enumerate(model.layers):
-        if layer.has_window and layer.kernel > MAX_KERNEL:
-            raise MsfError(f"kernel {layer.kernel} is larger than the runtime's {MAX_KERNEL}",
-                           source=model.source or model.name, where=f"layers[{i}].kernel")
+        # the kernels keep a pointer per kernel column (window.h); rows are not bounded
+        if layer.has_window and layer.kernel_w > MAX_KERNEL:
+            raise MsfError(f"kernel width {layer.kernel_w} is larger than the runtime's "
+                           f"{MAX_KERNEL}", source=model.source or model.name,
+                           where=f"layers[{i}].kernel")
 
 
 def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
@@ -95,9 +97,10 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
 def _layer_struct(model: Model, i: int, f: dict) -> str:
     l = model.layers[i]
     (ih, iw, ic), (oh, ow, oc) = l.in_shape, l.out_shape
-    fields = {"op": OPS[l.op], "kernel": l.kernel, "stride": l.stride, "pad_top": l.pad_top,
-              "pad_left": l.pad_left, "in_h": ih, "in_w": iw, "in_c": ic, "out_h": oh,
-              "out_w": ow, "out_c": oc, "input": model.input_of(i),
+    (kh, kw), (sh, sw) = l.kernel, l.stride
+    fields = {"op": OPS[l.op], "kernel_h": kh, "kernel_w": kw, "stride_h": sh, "stride_w": sw,
+              "pad_top": l.pad_top, "pad_left": l.pad_left, "in_h": ih, "in_w": iw, "in_c": ic,
+              "out_h": oh, "out_w": ow, "out_c": oc, "input": model.input_of(i),
               "skip": l.skip if l.skip is not None else -1, **f}
     return "    {" + ", ".join(f".{k} = {v}" for k, v in fields.items()) + "},"
 

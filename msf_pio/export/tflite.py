@@ -124,8 +124,8 @@ class _Graph:
         src = self.model.input_of(index)
         x = self.activation(src, 4)
         h, w, c = layer.in_shape
-        k, s = layer.kernel, layer.stride
-        same = same_padding(h, k, s) + same_padding(w, k, s)
+        (kh, kw), (sh, sw) = layer.kernel, layer.stride
+        same = same_padding(h, kh, sh) + same_padding(w, kw, sw)
         top, left, bottom, right = layer.pad
         if (top, bottom, left, right) == same:
             return x, fb.Padding.SAME
@@ -180,7 +180,8 @@ class _Graph:
                                        fb.BuiltinOptions.DepthwiseConv2DOptions,
                                        fb.DepthwiseConv2DOptionsT())
                 options.depthMultiplier = 1
-            options.padding, options.strideH, options.strideW = padding, layer.stride, layer.stride
+            options.padding = padding
+            options.strideH, options.strideW = layer.stride
             options.fusedActivationFunction = act
             self.op(code, [x, filt, bias], [self.output(index, layer)], kind, options)
         elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
@@ -196,13 +197,13 @@ class _Graph:
         elif layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
             if layer.op == ir.GLOBAL_AVGPOOL:
                 x, padding = self.activation(src, 4), fb.Padding.VALID
-                kh, kw, stride = layer.in_shape[0], layer.in_shape[1], 1
+                (kh, kw), stride = layer.in_shape[:2], (1, 1)
             else:
                 x, padding = self.padded_input(index, layer)
-                kh = kw = layer.kernel
-                stride = layer.stride
+                (kh, kw), stride = layer.kernel, layer.stride
             options = fb.Pool2DOptionsT()
-            options.padding, options.strideH, options.strideW = padding, stride, stride
+            options.padding = padding
+            options.strideH, options.strideW = stride
             options.filterHeight, options.filterWidth = kh, kw
             options.fusedActivationFunction = act
             code = (fb.BuiltinOperator.MAX_POOL_2D if layer.op == ir.MAX_POOL

@@ -69,14 +69,16 @@ def layer_macs(layer: Layer) -> int:
     return 0   # add and pixel ops: no multiply-accumulate
 
 
+def _axis_taps(layer: Layer, axis: int) -> np.ndarray:
+    return _valid_taps(layer.out_shape[axis], layer.in_shape[axis], *layer.window(axis))
+
+
 def _row_taps(layer: Layer) -> np.ndarray:
-    return _valid_taps(layer.out_shape[0], layer.in_shape[0], layer.kernel, layer.stride,
-                       layer.pad_top)
+    return _axis_taps(layer, 0)
 
 
 def _col_taps(layer: Layer) -> np.ndarray:
-    return _valid_taps(layer.out_shape[1], layer.in_shape[1], layer.kernel, layer.stride,
-                       layer.pad_left)
+    return _axis_taps(layer, 1)
 
 
 def unfused_macs(model: Model) -> int:
@@ -136,12 +138,13 @@ class BlockSchedule:
         return out
 
 
-def _input_range(layer: Layer, i: int, in_len: int, pad: int) -> tuple[int, int]:
+def _input_range(layer: Layer, i: int, in_len: int, axis: int) -> tuple[int, int]:
     """Input positions [lo, hi] along one axis that output position i of `layer` reads."""
     if layer.op in ir.BINARY_OPS:
         return i, i
-    start = i * layer.stride - pad
-    return max(start, 0), min(start + layer.kernel - 1, in_len - 1)
+    kernel, stride, pad = layer.window(axis)
+    start = i * stride - pad
+    return max(start, 0), min(start + kernel - 1, in_len - 1)
 
 
 def tile_starts(height: int, tile_rows: int) -> tuple[np.ndarray, np.ndarray]:
@@ -167,8 +170,8 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
             row_taps = int((taps[b] - taps[a]).sum())
             macs[l] = row_taps * int(_col_taps(layer)[:cols[l + 1] + 1].sum()) * _tap_macs(layer)
             h = layer.in_shape[0]
-            need = [(np.maximum(a * layer.stride - layer.pad_top, 0),
-                     np.minimum((b - 1) * layer.stride - layer.pad_top + layer.kernel, h))]
+            need = [(np.maximum(a * layer.stride_h - layer.pad_top, 0),
+                     np.minimum((b - 1) * layer.stride_h - layer.pad_top + layer.kernel_h, h))]
         else:
             macs[l] = 0
             need = [(a, b)]
@@ -194,7 +197,6 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
     `oldest`, if given, receives for every tensor lowest_first..end the first position any
     consumer still reads as the last layer writes each of its positions (the extent: none)."""
     layers = model.layers
-    pad = (lambda layer: layer.pad_top) if axis == 0 else (lambda layer: layer.pad_left)
     consumers: dict[int, list[int]] = {}
     for l in range(lowest_first, end + 1):
         for t in model.inputs(l):
@@ -207,7 +209,7 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
         return model.tensor_shape(t)[axis]
 
     def reads(l: int, i: int, t: int) -> tuple[int, int]:
-        return _input_range(layers[l], i, extent(t), pad(layers[l]))
+        return _input_range(layers[l], i, extent(t), axis)
 
     def compute(l: int, i: int) -> None:
         for t in model.inputs(l):

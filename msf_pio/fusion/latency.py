@@ -39,7 +39,7 @@ FEATURES = (
 
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
-        return "conv1x1" if layer.kernel == 1 else "conv"
+        return "conv1x1" if layer.kernel == (1, 1) else "conv"
     if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "pool",

@@ -31,7 +31,7 @@ def _check(model: Model) -> None:
 
 
 def _mpe(layer: Layer) -> int:
-    """MACs per output element: c_in*k*k for a dense conv, k*k for depthwise and pooling."""
+    """MACs per output element: c_in*kh*kw for a dense conv, kh*kw for depthwise and pooling."""
     if layer.op == ir.GLOBAL_AVGPOOL:
         return layer.in_shape[0] * layer.in_shape[1]
     if layer.op == ir.DENSE:
@@ -39,7 +39,7 @@ def _mpe(layer: Layer) -> int:
         return h * w * c
     if layer.op in ir.BINARY_OPS or layer.op in ir.PIXEL_OPS:
         return 0
-    return layer.kernel * layer.kernel * layer.macs_per_tap()
+    return layer.kernel_h * layer.kernel_w * layer.macs_per_tap()
 
 
 def layer_macs(layer: Layer) -> int:
@@ -56,26 +56,28 @@ def unfused_macs(model: Model) -> int:
     return sum(layer_macs(l) for l in model.layers)
 
 
-def tile_backprop(layers: list[Layer]) -> tuple[int, int]:
-    """Input tile height T0 and tile stride S0 of a block producing one output row."""
+def tile_backprop(layers: list[Layer], axis: int = 0) -> tuple[int, int]:
+    """Input tile height T0 and tile stride S0 of a block producing one output row (axis 0;
+    axis 1: the width and stride of one output column's input tile)."""
     t, s = 1, 1
     for layer in reversed(layers):
-        t = (t - 1) * layer.stride + layer.kernel
-        s *= layer.stride
+        t = (t - 1) * layer.stride[axis] + layer.kernel[axis]
+        s *= layer.stride[axis]
     return t, s
 
 
 def _block_cache(layers: list[Layer], t0: int, s0: int) -> int:
-    """Sum of k*t*c_in over all layers, t following the block's last tile row (with padding)."""
+    """Sum of kw*t*c_in over all layers (kw cached columns of t rows), t following the block's
+    last tile row (with padding)."""
     h0 = layers[0].in_shape[0]
     i_last = ((h0 - t0) // s0) * s0
     t, cum, total = t0, 1, 0
     for layer in layers:
-        total += layer.kernel * t * layer.cin
+        total += layer.kernel_w * t * layer.cin
         ih = i_last // cum           # the last tile's first row in this layer's input
-        cum *= layer.stride
+        cum *= layer.stride_h
         (pt, pb), hq = _pads(layer), layer.in_shape[0]
-        t = (t - layer.kernel + pt * (ih == 0) + pb * (ih + t >= hq)) // layer.stride + 1
+        t = (t - layer.kernel_h + pt * (ih == 0) + pb * (ih + t >= hq)) // layer.stride_h + 1
     return total
 
 
@@ -84,12 +86,12 @@ def _block_macs(layers: list[Layer], t0: int, s0: int) -> int:
     t, s, macs = t0, s0, 0
     for layer in layers:
         hq, _, _ = layer.in_shape
-        (pt, pb), k = _pads(layer), layer.kernel
+        (pt, pb), k = _pads(layer), layer.kernel_h
         rows = (hq + pt + pb - t) // s + 1
         w_out = layer.out_shape[1]
-        oh = (t - k) // layer.stride + 1
+        oh = (t - k) // layer.stride_h + 1
         macs += rows * w_out * oh * layer.cout * _mpe(layer)
-        t, s = oh, s // layer.stride
+        t, s = oh, s // layer.stride_h
     return macs
 
 
@@ -111,7 +113,7 @@ def edges(model: Model) -> list[Edge]:
                 break          # only runs of conv/depthwise/pool layers fuse
             t0, s0 = tile_backprop(block)
             h, w, _ = block[0].in_shape
-            if t0 > h or t0 > w:
+            if t0 > h or tile_backprop(block, 1)[0] > w:
                 continue
             ram = io[first] + io[last + 1] + _block_cache(block, t0, s0)
             out.append(Edge(first, last, ram, _block_macs(block, t0, s0), "h-cache",

@@ -33,15 +33,15 @@ class FloatWeights:
 
 
 def weight_shape(layer: Layer) -> tuple[int, ...]:
-    """The IR weight layout: conv OHWI, depthwise (1, k, k, C), dense (out, in), prelu (C,)
+    """The IR weight layout: conv OHWI, depthwise (1, kh, kw, C), dense (out, in), prelu (C,)
     or, one slope per element, (H, W, C)."""
-    k = layer.kernel
+    kh, kw = layer.kernel
     if layer.op == ir.PRELU:
         return tuple(layer.in_shape) if layer.slope_per_pixel else (layer.cin,)
     if layer.op == ir.CONV:
-        return (layer.cout, k, k, layer.cin)
+        return (layer.cout, kh, kw, layer.cin)
     if layer.op == ir.DEPTHWISE:
-        return (1, k, k, layer.cin)
+        return (1, kh, kw, layer.cin)
     h, w, c = layer.in_shape
     return (layer.cout, h * w * c)
 
@@ -105,15 +105,16 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
 
 def _window(layer: Layer, x: np.ndarray, pad_value: float, tap, channels: int,
             start: float = 0.0) -> np.ndarray:
-    """Accumulate `tap(acc, shifted input, i, j)` over the k x k window, one strided view a tap."""
+    """Accumulate `tap(acc, shifted input, i, j)` over the kh x kw window, one strided view a
+    tap."""
     top, left, bottom, right = layer.pad
     xp = np.pad(x, ((0, 0), (top, bottom), (left, right), (0, 0)), constant_values=pad_value)
     oh, ow = layer.out_shape[:2]
-    s = layer.stride
+    sh, sw = layer.stride
     acc = np.full((len(x), oh, ow, channels), start, np.float32)
-    for i in range(layer.kernel):
-        for j in range(layer.kernel):
-            acc = tap(acc, xp[:, i:i + s * (oh - 1) + 1:s, j:j + s * (ow - 1) + 1:s, :], i, j)
+    for i in range(layer.kernel_h):
+        for j in range(layer.kernel_w):
+            acc = tap(acc, xp[:, i:i + sh * (oh - 1) + 1:sh, j:j + sw * (ow - 1) + 1:sw, :], i, j)
     return acc
 
 

@@ -30,7 +30,7 @@ LEAKY_RELU = "leaky_relu"
 LOGISTIC = "logistic"
 PRELU = "prelu"
 
-WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a k x k window and a stride
+WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a kh x kw window and strides
 ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
 PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS             # one output pixel per input pixel
 BINARY_OPS = (ADD, CONCAT)                           # read two tensors, pixel by pixel
@@ -40,6 +40,15 @@ ALL_OPS = SPATIAL_OPS + HEAD_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
 
 Shape = tuple[int, int, int]   # (H, W, C)
+Pair = tuple[int, int]         # (rows, columns): a window's kernel or stride per axis
+
+
+def pair(value: int | tuple[int, int]) -> Pair:
+    """(rows, columns) of a kernel or stride given as one int (square) or a pair."""
+    if isinstance(value, (int, np.integer)):
+        return int(value), int(value)
+    h, w = value
+    return int(h), int(w)
 
 
 @dataclass(frozen=True)
@@ -58,7 +67,7 @@ FIXED_OUTPUT_Q = {SOFTMAX: UNIT_INTERVAL, LOGISTIC: UNIT_INTERVAL}
 class Weights:
     """Quantized parameters of one layer (TFLite layouts).
 
-    conv2d: int8 (C_out, k, k, C_in); depthwise: int8 (1, k, k, C); dense: int8 (out, in).
+    conv2d: int8 (C_out, kh, kw, C_in); depthwise: int8 (1, kh, kw, C); dense: int8 (out, in).
     `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
     prelu: the slopes below zero, int8 (C,) with one scale and a `zero_point` (TFLite's alpha
     tensor, per tensor and possibly asymmetric), (C,) or with `slope_per_pixel` (H, W, C); no
@@ -75,8 +84,8 @@ class Layer:
     op: str
     in_shape: Shape
     out_shape: Shape
-    kernel: int = 1
-    stride: int = 1
+    kernel: Pair = (1, 1)                            # (kh, kw); an int is read as square
+    stride: Pair = (1, 1)                            # (sh, sw); likewise
     pad: tuple[int, int, int, int] = (0, 0, 0, 0)   # top, left, bottom, right
     act: str = "none"
     skip: int | None = None                          # add, concat: the second tensor read
@@ -92,6 +101,29 @@ class Layer:
     # prelu: one slope per element (alpha H x W x C, Keras' PReLU without shared axes) instead
     # of one per channel
     slope_per_pixel: bool = False
+
+    def __post_init__(self):
+        self.kernel, self.stride = pair(self.kernel), pair(self.stride)
+
+    @property
+    def kernel_h(self) -> int:
+        return self.kernel[0]
+
+    @property
+    def kernel_w(self) -> int:
+        return self.kernel[1]
+
+    @property
+    def stride_h(self) -> int:
+        return self.stride[0]
+
+    @property
+    def stride_w(self) -> int:
+        return self.stride[1]
+
+    def window(self, axis: int) -> tuple[int, int, int]:
+        """(kernel, stride, padding before) along one axis: 0 the rows, 1 the columns."""
+        return self.kernel[axis], self.stride[axis], self.pad[axis]
 
     @property
     def cin(self) -> int:

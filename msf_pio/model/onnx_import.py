@@ -377,14 +377,14 @@ class _Importer:
         self._set_q(node.output[0], len(self.layers))
         return layer
 
-    def _padding(self, node: NodeProto, h: int, w: int, k: int, s: int,
+    def _padding(self, node: NodeProto, h: int, w: int, k: list[int], s: list[int],
                  explicit: tuple[int, ...] = (0, 0, 0, 0)) -> tuple[int, ...]:
         """(top, left, bottom, right) of the window: its own padding of the (Pad-)padded
         input, plus the `explicit` padding of a Pad folded into it."""
         h, w = h + explicit[0] + explicit[2], w + explicit[1] + explicit[3]
         auto = self._attr(node, "auto_pad", "NOTSET")
         if auto in ("SAME_UPPER", "SAME_LOWER"):
-            (top, bottom), (left, right) = same_padding(h, k, s), same_padding(w, k, s)
+            (top, bottom), (left, right) = same_padding(h, k[0], s[0]), same_padding(w, k[1], s[1])
             pad = (top, left, bottom, right) if auto == "SAME_UPPER" else (bottom, right, top, left)
         elif auto == "VALID":
             pad = (0, 0, 0, 0)
@@ -393,31 +393,31 @@ class _Importer:
             if len(pad) != 4 or min(pad) < 0:
                 raise self._error(node, f"pads {list(pad)} must be 4 non-negative values")
         pad = tuple(a + b for a, b in zip(pad, explicit))
-        if max(pad) >= k:
+        if max(pad[0], pad[2]) >= k[0] or max(pad[1], pad[3]) >= k[1]:
             raise self._error(node, f"padding {list(pad)} must be smaller than the kernel {k}")
         return pad
 
     def _window(self, node: NodeProto, op: str, shape: ir.Shape, k: list[int], cout: int,
                 explicit: tuple[int, ...] = (0, 0, 0, 0)) -> Layer:
-        """A window layer from the common Conv/Pool attributes (square kernel and stride), with
-        the `explicit` padding of a Pad before it."""
+        """A window layer (kernel_shape k = [kh, kw]) from the common Conv/Pool attributes,
+        with the `explicit` padding of a Pad before it."""
         strides = self._attr(node, "strides", [1, 1])
-        if len(k) != 2 or k[0] != k[1] or strides[0] != strides[1]:
-            raise self._error(node, f"needs a square 2-D kernel and stride, got {k} / {strides}")
+        if len(k) != 2 or len(strides) != 2 or min(*k, *strides) < 1:
+            raise self._error(node, f"needs a 2-D kernel and stride, got {k} / {strides}")
         if any(d != 1 for d in self._attr(node, "dilations", [1, 1])):
             raise self._error(node, "dilated windows are not supported")
         h, w, _ = shape
-        pad = self._padding(node, h, w, k[0], strides[0], explicit)
+        pad = self._padding(node, h, w, k, strides, explicit)
         oh = conv_out(h, k[0], strides[0], pad[0], pad[2])
-        ow = conv_out(w, k[0], strides[0], pad[1], pad[3])
+        ow = conv_out(w, k[1], strides[1], pad[1], pad[3])
         if self._attr(node, "ceil_mode", 0) and (oh, ow) != (
                 -(-(h + pad[0] + pad[2] - k[0]) // strides[0]) + 1,
-                -(-(w + pad[1] + pad[3] - k[0]) // strides[0]) + 1):
+                -(-(w + pad[1] + pad[3] - k[1]) // strides[1]) + 1):
             raise self._error(node, "ceil_mode changes the output size (TFLite floors)")
         if oh < 1 or ow < 1:
-            raise self._error(node, f"kernel {k[0]} does not fit the {h}x{w} input")
-        return Layer(op=op, in_shape=shape, out_shape=(oh, ow, cout), kernel=k[0],
-                     stride=strides[0], pad=pad)
+            raise self._error(node, f"kernel {k[0]}x{k[1]} does not fit the {h}x{w} input")
+        return Layer(op=op, in_shape=shape, out_shape=(oh, ow, cout), kernel=tuple(k),
+                     stride=tuple(strides), pad=pad)
 
     # -- ops ---------------------------------------------------------------------------------
     def _conv(self, node: NodeProto) -> None:

@@ -137,6 +137,17 @@ class _Builder:
             raise self.ctx.error(key, f"must be an integer >= {minimum}, got {value!r}")
         return value
 
+    def _pair(self, spec: dict, key: str, default=None) -> ir.Pair:
+        """A kernel or stride: one integer >= 1 (square) or [rows, columns]."""
+        value = spec.get(key, default)
+        if value is None:
+            raise self.ctx.error(key, "is required")
+        items = value if isinstance(value, list) and len(value) == 2 else [value, value]
+        if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items):
+            raise self.ctx.error(key, "must be an integer >= 1 or a list [rows, columns] of two, "
+                                      f"got {value!r}")
+        return ir.pair(tuple(items))
+
     def _float(self, spec: dict, key: str, default: float, lo: float) -> float:
         """A float field, stored as the float32 a .tflite would hold."""
         value = spec.get(key, default)
@@ -154,28 +165,32 @@ class _Builder:
             raise self.ctx.error("act", f"must be one of {list(ir.ACTIVATIONS)}, got {act!r}")
         return act
 
-    def _padding(self, spec: dict, kernel: int, stride: int, default: str) -> tuple[int, int, int, int]:
+    def _padding(self, spec: dict, kernel: ir.Pair, stride: ir.Pair,
+                 default: str) -> tuple[int, int, int, int]:
         value = spec.get("padding", default)
         h, w, _ = self.shape
         if value == "same":
-            top, bottom = same_padding(h, kernel, stride)
-            left, right = same_padding(w, kernel, stride)
+            top, bottom = same_padding(h, kernel[0], stride[0])
+            left, right = same_padding(w, kernel[1], stride[1])
             return (top, left, bottom, right)
         if value == "valid":
             return (0, 0, 0, 0)
-        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < kernel:
+        if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < min(kernel):
             return (value, value, value, value)
-        raise self.ctx.error("padding", f"must be 'same', 'valid' or an integer in [0, kernel), got {value!r}")
+        raise self.ctx.error("padding", "must be 'same', 'valid' or an integer in [0, kernel), "
+                                        f"got {value!r}")
 
     # -- layer emitters --------------------------------------------------------------------
-    def _emit(self, op: str, out_c: int, kernel: int = 1, stride: int = 1,
+    def _emit(self, op: str, out_c: int, kernel: ir.Pair = (1, 1), stride: ir.Pair = (1, 1),
               pad=(0, 0, 0, 0), act: str = "none", skip: int | None = None, name: str = "") -> int:
         h, w, c = self.shape
+        kernel, stride = ir.pair(kernel), ir.pair(stride)
         if op in ir.WINDOW_OPS:
-            oh = conv_out(h, kernel, stride, pad[0], pad[2])
-            ow = conv_out(w, kernel, stride, pad[1], pad[3])
+            oh = conv_out(h, kernel[0], stride[0], pad[0], pad[2])
+            ow = conv_out(w, kernel[1], stride[1], pad[1], pad[3])
             if oh < 1 or ow < 1:
-                raise self.ctx.error("kernel", f"kernel {kernel} does not fit the {h}x{w} input")
+                raise self.ctx.error("kernel", f"kernel {kernel[0]}x{kernel[1]} does not fit "
+                                               f"the {h}x{w} input")
             out = (oh, ow, out_c)
         elif op == ir.GLOBAL_AVGPOOL:
             out = (1, 1, c)
@@ -196,8 +211,9 @@ class _Builder:
         return len(self.layers)      # tensor index of this layer's output
 
     def _window(self, op: str, spec: dict, out_c: int, default_pad: str, act: str) -> int:
-        kernel = self._int(spec, "kernel")
-        stride = self._int(spec, "stride", kernel if op in (ir.MAX_POOL, ir.AVG_POOL) else 1)
+        kernel = self._pair(spec, "kernel")
+        stride = self._pair(spec, "stride", list(kernel) if op in (ir.MAX_POOL, ir.AVG_POOL)
+                            else 1)
         pad = self._padding(spec, kernel, stride, default_pad)
         return self._emit(op, out_c, kernel, stride, pad, act, name=spec.get("name", ""))
 
@@ -298,8 +314,8 @@ class _Builder:
         """MobileNetV2 block: [1x1 expand relu6] -> kxk depthwise relu6 -> 1x1 project (+ skip)."""
         out_c = self._int(spec, "out")
         expand = self._int(spec, "expand", 1)
-        kernel = self._int(spec, "kernel", 3)
-        stride = self._int(spec, "stride", 1)
+        kernel = self._pair(spec, "kernel", 3)
+        stride = self._pair(spec, "stride", 1)
         repeat = self._int(spec, "repeat", 1)
         act = self._act(spec, "relu6")
         residual = spec.get("residual", "auto")
@@ -308,19 +324,19 @@ class _Builder:
         base = spec.get("name", f"ir{len(self.spec_outputs)}")
         out = len(self.layers)
         for r in range(repeat):
-            s = stride if r == 0 else 1
+            s = stride if r == 0 else (1, 1)
             block_in = self._current()
             cin = self.shape[2]
-            can_add = s == 1 and cin == out_c
+            can_add = s == (1, 1) and cin == out_c
             if residual is True and not can_add:
                 raise self.ctx.error("residual", f"needs stride 1 and in == out channels "
-                                                 f"(got stride {s}, {cin} -> {out_c})")
+                                                 f"(got stride {list(s)}, {cin} -> {out_c})")
             name = f"{base}.{r}" if repeat > 1 else base
             if expand != 1:
                 self._emit(ir.CONV, cin * expand, 1, 1, (0, 0, 0, 0), act, name=f"{name}.expand")
             h, w, _ = self.shape
-            top, bottom = same_padding(h, kernel, s)
-            left, right = same_padding(w, kernel, s)
+            top, bottom = same_padding(h, kernel[0], s[0])
+            left, right = same_padding(w, kernel[1], s[1])
             self._emit(ir.DEPTHWISE, self.shape[2], kernel, s, (top, left, bottom, right), act,
                        name=f"{name}.dw")
             out = self._emit(ir.CONV, out_c, 1, 1, (0, 0, 0, 0), "none", name=f"{name}.project")

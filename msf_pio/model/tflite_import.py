@@ -10,7 +10,8 @@ LOGISTIC, RESHAPE (a flatten before a dense layer, or its inverse), PAD/PADV2 fo
 window op that alone reads it (a channel padding with the zero point into the CONV_2D after it: the
 padded channels add nothing), QUANTIZE (float input) and DEQUANTIZE (float output) at the edges, a
 TRANSPOSE NCHW -> NHWC of the graph input (the model then reads H x W x C); fused NONE/RELU/RELU6.
-A [1, N] graph input (a dense model's) is the 1 x 1 x N map.
+A [1, N] graph input (a dense model's) is the 1 x 1 x N map. Windows may be rectangular (kh x kw,
+strides and padding per axis).
 The file's scales, zero points, int8 weights and int32 biases are kept exactly, so the IR
 computes TFLite Micro's bytes. Anything else is a one-line MsfError naming the file, the
 operator index and its op.
@@ -421,36 +422,34 @@ class _Importer:
 
     # -- ops --------------------------------------------------------------------------------------
     def window(self, op: _Op, view: _View, op_kind: str, kh: int, kw: int, cout: int) -> Layer:
-        """A window layer from TFLite padding, strides and dilation (square only)."""
+        """A window layer (kh x kw) from TFLite padding, strides and dilation."""
         sh, sw = self.option(op, "StrideH"), self.option(op, "StrideW")
         dh, dw = op.options.get("DilationHFactor", 1), op.options.get("DilationWFactor", 1)
         if (dh, dw) != (1, 1):
             raise self.error(f"dilation {dh}x{dw} is not supported", op)
-        if kh != kw:
-            raise self.error(f"kernel {kh}x{kw} is not square", op)
-        if sh != sw or not 1 <= sh <= MAX_WINDOW:
-            raise self.error(f"stride {sh}x{sw} must be square and in [1, {MAX_WINDOW}]", op)
-        if not 1 <= kh <= MAX_WINDOW:
-            raise self.error(f"kernel {kh} must be in [1, {MAX_WINDOW}]", op)
+        if not (1 <= sh <= MAX_WINDOW and 1 <= sw <= MAX_WINDOW):
+            raise self.error(f"stride {sh}x{sw} must be in [1, {MAX_WINDOW}]", op)
+        if not (1 <= kh <= MAX_WINDOW and 1 <= kw <= MAX_WINDOW):
+            raise self.error(f"kernel {kh}x{kw} must be in [1, {MAX_WINDOW}]", op)
         h, w, c = self.shape(view.t)
         padding = self.option(op, "Padding")
         if padding == _SAME:         # a PAD before it adds to SAME's padding of its output
             top, left, bottom, right = view.pad or (0, 0, 0, 0)
             (st, sb), (sl, sr) = (same_padding(h + top + bottom, kh, sh),
-                                  same_padding(w + left + right, kh, sh))
+                                  same_padding(w + left + right, kw, sw))
             top, left, bottom, right = top + st, left + sl, bottom + sb, right + sr
         elif padding == _VALID:
             top, left, bottom, right = view.pad or (0, 0, 0, 0)
         else:
             raise self.error(f"unknown padding {padding}", op)
-        if max(top, left, bottom, right) >= kh:
+        if max(top, bottom) >= kh or max(left, right) >= kw:
             raise self.error(f"padding {[top, left, bottom, right]} must be smaller than the "
-                             f"kernel {kh}", op)
-        oh, ow = conv_out(h, kh, sh, top, bottom), conv_out(w, kh, sh, left, right)
+                             f"kernel {kh}x{kw}", op)
+        oh, ow = conv_out(h, kh, sh, top, bottom), conv_out(w, kw, sw, left, right)
         if oh < 1 or ow < 1:
-            raise self.error(f"kernel {kh} does not fit the {h}x{w} input", op)
-        return Layer(op=op_kind, in_shape=(h, w, c), out_shape=(oh, ow, cout), kernel=kh,
-                     stride=sh, pad=(top, left, bottom, right), act=self.act(op))
+            raise self.error(f"kernel {kh}x{kw} does not fit the {h}x{w} input", op)
+        return Layer(op=op_kind, in_shape=(h, w, c), out_shape=(oh, ow, cout), kernel=(kh, kw),
+                     stride=(sh, sw), pad=(top, left, bottom, right), act=self.act(op))
 
     def filter_scales(self, op: _Op, f: _Tensor, axis: int, n: int) -> np.ndarray:
         """Per-channel (along `axis`) or per-tensor symmetric int8 weight scales, as n values."""

@@ -78,7 +78,7 @@ def _accumulate(layer: ir.Layer, xs: np.ndarray) -> np.ndarray:
     w = layer.weights.w.astype(np.float64)
     if layer.op == ir.DENSE:
         return (w @ xs.reshape(-1).astype(np.float64)).astype(np.int64)
-    win = windows(padded(xs, layer, 0).astype(np.float64), layer)      # (OH, OW, k, k, C)
+    win = windows(padded(xs, layer, 0).astype(np.float64), layer)      # (OH, OW, kh, kw, C)
     if layer.op == ir.CONV:
         return np.tensordot(win, w, axes=([2, 3, 4], [1, 2, 3])).astype(np.int64)
     return np.einsum("hwyxc,yxc->hwc", win, w[0]).astype(np.int64)

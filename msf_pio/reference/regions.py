@@ -25,9 +25,9 @@ def input_span(layer: ir.Layer, lo: int, hi: int, axis: int) -> tuple[int, int]:
     """Input positions [a, b] (axis 0 rows, 1 columns) that outputs lo..hi of `layer` read."""
     if layer.op in ir.BINARY_OPS:
         return lo, hi
-    pad = layer.pad[axis]
-    start = lo * layer.stride - pad
-    stop = hi * layer.stride - pad + layer.kernel - 1
+    kernel, stride, pad = layer.window(axis)
+    start = lo * stride - pad
+    stop = hi * stride - pad + kernel - 1
     return max(start, 0), min(stop, layer.in_shape[axis] - 1)
 
 
@@ -42,10 +42,10 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
     (r0, r1), (c0, c1) = input_span(layer, *rows, 0), input_span(layer, *cols, 1)
     pad = layer.pad
     if layer.has_window:         # what of the windows lies outside the input stays padding
-        top, left = r0 - (rows[0] * layer.stride - layer.pad_top), \
-            c0 - (cols[0] * layer.stride - layer.pad_left)
-        bottom = rows[1] * layer.stride - layer.pad_top + layer.kernel - 1 - r1
-        right = cols[1] * layer.stride - layer.pad_left + layer.kernel - 1 - c1
+        (kh, kw), (sh, sw) = layer.kernel, layer.stride
+        top, left = r0 - (rows[0] * sh - layer.pad_top), c0 - (cols[0] * sw - layer.pad_left)
+        bottom = rows[1] * sh - layer.pad_top + kh - 1 - r1
+        right = cols[1] * sw - layer.pad_left + kw - 1 - c1
         pad = (top, left, bottom, right)
     cut = replace(layer, in_shape=(r1 - r0 + 1, c1 - c0 + 1, layer.in_shape[2]),
                   out_shape=(rows[1] - rows[0] + 1, cols[1] - cols[0] + 1, layer.out_shape[2]),

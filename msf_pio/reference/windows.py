@@ -17,15 +17,14 @@ def padded(x: np.ndarray, layer: Layer, fill: int) -> np.ndarray:
 
 
 def windows(x: np.ndarray, layer: Layer) -> np.ndarray:
-    """(OH, OW, k, k, ...) view of the kernel windows of an already padded tensor."""
-    k, s = layer.kernel, layer.stride
-    oh, ow = layer.out_shape[:2]
-    view = sliding_window_view(x, (k, k), axis=(0, 1))           # (H', W', ..., k, k)
-    view = view[:(oh - 1) * s + 1:s, :(ow - 1) * s + 1:s]
+    """(OH, OW, kh, kw, ...) view of the kernel windows of an already padded tensor."""
+    (sh, sw), oh, ow = layer.stride, *layer.out_shape[:2]
+    view = sliding_window_view(x, layer.kernel, axis=(0, 1))     # (H', W', ..., kh, kw)
+    view = view[:(oh - 1) * sh + 1:sh, :(ow - 1) * sw + 1:sw]
     return np.moveaxis(view, (-2, -1), (2, 3))
 
 
 def valid_taps(layer: Layer) -> np.ndarray:
-    """(OH, OW, k, k) mask of the kernel taps that fall inside the input (not on padding)."""
+    """(OH, OW, kh, kw) mask of the kernel taps that fall inside the input (not on padding)."""
     h, w = layer.in_shape[:2]
     return windows(padded(np.ones((h, w), dtype=np.int64), layer, 0), layer).astype(bool)

@@ -4,7 +4,7 @@
 #include "msf/runtime.h"
 
 typedef struct {
-    int32_t op, kernel, stride, pad_top, pad_left;
+    int32_t op, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
     int32_t in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t in_offset, out_offset, act_min, act_max;
     int32_t in2_offset, left_shift, in1_mult, in1_shift, in2_mult, in2_shift;
@@ -25,8 +25,10 @@ static msf_layer_t layer_of(const harness_case_t *c)
     msf_layer_t l;
     memset(&l, 0, sizeof l);
     l.op = (uint8_t)c->op;
-    l.kernel = (uint8_t)c->kernel;
-    l.stride = (uint8_t)c->stride;
+    l.kernel_h = (uint8_t)c->kernel_h;
+    l.kernel_w = (uint8_t)c->kernel_w;
+    l.stride_h = (uint8_t)c->stride_h;
+    l.stride_w = (uint8_t)c->stride_w;
     l.pad_top = (uint8_t)c->pad_top;
     l.pad_left = (uint8_t)c->pad_left;
     l.in_h = (uint16_t)c->in_h;

@@ -32,9 +32,10 @@ enum msf_op {
     MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12
 };
 
-/* One layer with its quantization folded into TFLite integer parameters. */
+/* One layer with its quantization folded into TFLite integer parameters. A window is
+ * kernel_h x kernel_w taps, moved by stride_h rows and stride_w columns. */
 typedef struct {
-    uint8_t op, kernel, stride, pad_top, pad_left;
+    uint8_t op, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
     uint16_t in_h, in_w, in_c, out_h, out_w, out_c;
     int16_t input;                /* model tensor index of the (first) input */
     int16_t skip;                 /* add, concat: model tensor index of the second input */

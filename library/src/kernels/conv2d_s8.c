@@ -27,10 +27,11 @@ MSF_KERNEL_SPEED
 
 /* Where a pixel's taps lie: the valid kernel columns [x0, x1) as `runs` runs of `run` bytes
  * (one run per kernel row in a whole tensor, one per tap in a column ring) starting at
- * cols[x0 + j] + top + (ky - y0) * row_stride, for the valid kernel rows [y0, y1). */
+ * cols[x0 + j] + top + (ky - y0) * row_stride, for the valid kernel rows [y0, y1); a kernel
+ * row is kw taps wide. */
 typedef struct {
     const int8_t *cols[MSF_MAX_KERNEL];
-    int32_t x0, y0, y1, runs, run, k, cin;
+    int32_t x0, y0, y1, runs, run, kw, cin;
 } taps_t;
 
 #define MSF_CONV_CHUNK 16     /* output channels accumulated before requantizing (128 B) */
@@ -91,7 +92,7 @@ MSF_INLINE void direct_channels(const int pair, const int two, const taps_t *t,
                                 const direct_t *d, const int8_t *f0, const int32_t *bias,
                                 int32_t *acc)
 {
-    const int32_t kc = t->k * t->cin, cin = t->cin, run = t->run, runs = t->runs;
+    const int32_t kc = t->kw * t->cin, cin = t->cin, run = t->run, runs = t->runs;
     const int32_t offset = d->offset, row_stride = d->row_stride, second = d->second;
     const int8_t *f1 = f0 + (two ? d->filter : 0);
     int32_t a[4];
@@ -281,7 +282,7 @@ static MSF_NOINLINE void gathered_one(const int16_t *x, const int8_t *w, int32_t
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                        int32_t col, int32_t r0, int32_t r1)
 {
-    const int32_t k = l->kernel, cin = l->in_c, s = l->stride, filter = k * k * cin;
+    const int32_t kw = l->kernel_w, cin = l->in_c, filter = l->kernel_h * kw * cin;
     const int32_t cout = l->out_c;
     const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
     /* the column fixes the valid kernel columns of every pixel; cols[] point at row r0's */
@@ -294,14 +295,14 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
     t.x0 = cw.x0;
     t.runs = contiguous ? 1 : cw.x1 - cw.x0;
     t.run = contiguous ? (cw.x1 - cw.x0) * cin : cin;
-    t.k = k;
+    t.kw = kw;
     t.cin = cin;
-    direct_t d = {0, 0, filter, l->in_offset, 0, rs, s * rs};
+    direct_t d = {0, 0, filter, l->in_offset, 0, rs, l->stride_h * rs};
     int32_t acc[2 * MSF_CONV_CHUNK];
 #if MSF_DSP
     int16_t scratch[2 * MSF_CONV_GATHER];
     /* a window spanning whole kernel rows has its taps, and its weights, in one stream */
-    const int whole_rows = cw.x0 == 0 && cw.x1 == k;
+    const int whole_rows = cw.x0 == 0 && cw.x1 == kw;
 #endif
     int8_t *o = msf_pixel(out, r0, col);
     for (int32_t row = r0; row < r1;) {
@@ -309,12 +310,12 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
         const msf_window_t w2 = msf_window(l, row + 1, col);
         /* pair with the next row when its window is clipped alike */
         const int pair = row + 1 < r1 && w2.y0 == w.y0 && w2.y1 == w.y1;
-        const int8_t *w0 = l->weights + (w.y0 * k + cw.x0) * cin;
+        const int8_t *w0 = l->weights + (w.y0 * kw + cw.x0) * cin;
         t.y0 = w.y0;
         t.y1 = w.y1;
         d.top = (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
 #if MSF_DSP
-        const int32_t n = (w.y1 - w.y0) * k * cin;
+        const int32_t n = (w.y1 - w.y0) * kw * cin;
         const int gathered = whole_rows && n >= 4 && n <= MSF_CONV_GATHER;
         if (gathered) {
             gather(&t, d.top, rs, d.offset, n, scratch);

@@ -121,14 +121,15 @@ static MSF_NOINLINE void dw_chunk_any(int32_t width, const dw_pixel_t *p, int32_
     dw_chunk(width, p, c0, count, acc);
 }
 
-static void dw_pixel_chunk(int32_t width, int32_t k, const dw_pixel_t *p, int32_t c0,
+/* width: the pixel's valid kernel columns, of kw */
+static void dw_pixel_chunk(int32_t width, int32_t kw, const dw_pixel_t *p, int32_t c0,
                            int32_t count, int32_t *acc)
 {
-    if (width == 3 && k == 3) {
+    if (width == 3 && kw == 3) {
         dw_chunk3(p, c0, count, acc);
-    } else if (width == 5 && k == 5) {
+    } else if (width == 5 && kw == 5) {
         dw_chunk5(p, c0, count, acc);
-    } else if (width == 7 && k == 7) {
+    } else if (width == 7 && kw == 7) {
         dw_chunk7(p, c0, count, acc);
     } else {
         dw_chunk_any(width, p, c0, count, acc);
@@ -138,7 +139,7 @@ static void dw_pixel_chunk(int32_t width, int32_t k, const dw_pixel_t *p, int32_
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                           int32_t col, int32_t r0, int32_t r1)
 {
-    const int32_t k = l->kernel, c = l->in_c;
+    const int32_t kw = l->kernel_w, c = l->in_c;
     const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
     const msf_window_t cw = msf_window(l, r0, col);
     const int8_t *cols[MSF_MAX_KERNEL];
@@ -148,7 +149,7 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
     for (int32_t i = 0; i < 2; i++) {
         p[i].bias = l->bias;
         p[i].row_stride = rs;
-        p[i].kc = k * c;
+        p[i].kc = kw * c;
         p[i].c = c;
         p[i].offset = l->in_offset;
     }
@@ -162,14 +163,14 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
         for (int32_t i = 0; i <= pair; i++) {
             /* offset of the pixel's first valid tap row from the cols[] pointers (row r0's) */
             p[i].cols = cols + cw.x0;
-            p[i].top = (w.in_row + i * l->stride + w.y0 - (cw.in_row + cw.y0)) * rs;
+            p[i].top = (w.in_row + i * l->stride_h + w.y0 - (cw.in_row + cw.y0)) * rs;
             p[i].rows = w.y1 - w.y0;
-            p[i].w = l->weights + (w.y0 * k + cw.x0) * c;
+            p[i].w = l->weights + (w.y0 * kw + cw.x0) * c;
         }
         for (int32_t c0 = 0; c0 < c; c0 += MSF_DW_CHUNK) {
             const int32_t count = c - c0 < MSF_DW_CHUNK ? c - c0 : MSF_DW_CHUNK;
             for (int32_t i = 0; i <= pair; i++) {
-                dw_pixel_chunk(width, k, &p[i], c0, count, acc + i);
+                dw_pixel_chunk(width, kw, &p[i], c0, count, acc + i);
             }
             msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
         }

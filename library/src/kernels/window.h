@@ -14,16 +14,16 @@ typedef struct {
 MSF_INLINE msf_window_t msf_window(const msf_layer_t *l, int32_t row, int32_t col)
 {
     msf_window_t w;
-    w.in_row = row * l->stride - l->pad_top;
-    w.in_col = col * l->stride - l->pad_left;
+    w.in_row = row * l->stride_h - l->pad_top;
+    w.in_col = col * l->stride_w - l->pad_left;
     w.y0 = w.in_row < 0 ? -w.in_row : 0;
     w.x0 = w.in_col < 0 ? -w.in_col : 0;
-    w.y1 = l->in_h - w.in_row < l->kernel ? l->in_h - w.in_row : l->kernel;
-    w.x1 = l->in_w - w.in_col < l->kernel ? l->in_w - w.in_col : l->kernel;
+    w.y1 = l->in_h - w.in_row < l->kernel_h ? l->in_h - w.in_row : l->kernel_h;
+    w.x1 = l->in_w - w.in_col < l->kernel_w ? l->in_w - w.in_col : l->kernel_w;
     return w;
 }
 
-#define MSF_MAX_KERNEL 11   /* the code generator refuses larger windows */
+#define MSF_MAX_KERNEL 11   /* kernel columns: the code generator refuses wider windows */
 
 /* Pointers to the first valid tap of each valid kernel column: tap (ky, kx) is at
  * cols[kx] + (ky - y0) * row_stride. */
