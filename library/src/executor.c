@@ -27,10 +27,10 @@ static inline int msf_in_place(const msf_block_t *b, int32_t t)
 static inline void msf_over_input(msf_view_t *out, const msf_view_t *in, const msf_layer_t *l,
                                   int32_t col, int32_t row0)
 {
-    int32_t slot = (col * l->stride - l->pad_left) % in->col_slots;
+    int32_t slot = (col * l->stride_w - l->pad_left) % in->col_slots;
     slot += slot < 0 ? in->col_slots : 0;
     out->base = in->base + slot * in->col_stride +
-                (row0 * l->stride - l->pad_top - in->row0) * in->row_stride;
+                (row0 * l->stride_h - l->pad_top - in->row0) * in->row_stride;
     out->row0 = row0;
 }
 
@@ -99,7 +99,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         const int32_t c = L[t - 1].out_c;
         msf_view_t v = {arena + r->offset, 0, c, (int32_t)r->rows * c, r->cols};
         if (msf_in_place(b, t)) {       /* rows s apart in the input's ring, one column */
-            msf_view_t over = {0, 0, L[t - 1].stride * view[t - 1].row_stride, 0, 1};
+            msf_view_t over = {0, 0, L[t - 1].stride_h * view[t - 1].row_stride, 0, 1};
             v = over;
         }
         view[t] = v;
@@ -141,7 +141,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
             view[t].row0 = lo[t];
             produced[t] = -1;
             if (msf_in_place(b, t + 1)) {  /* from the first row of the output's delay */
-                const int32_t d = lo[t + 1] * L[t].stride - L[t].pad_top;
+                const int32_t d = lo[t + 1] * L[t].stride_h - L[t].pad_top;
                 view[t].row0 = d < lo[t] ? d : lo[t];
             }
         }

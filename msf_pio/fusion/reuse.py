@@ -78,14 +78,14 @@ def depthwise_in_place(model: Model, t: int, first: int, ring_cols: dict[int, in
     `ring_cols` columns, is a depthwise output written over its input's ring."""
     layer = model.layers[t - 1]
     readers = model.readers()       # the depthwise alone reads its input, layer t its output
-    return layer.op == ir.DEPTHWISE and layer.kernel > 1 and first < t - 1 and \
-        t < model.n_layers and ring_cols.get(t) == 1 and ring_cols[t - 1] >= layer.kernel \
+    return layer.op == ir.DEPTHWISE and min(layer.kernel) > 1 and first < t - 1 and \
+        t < model.n_layers and ring_cols.get(t) == 1 and ring_cols[t - 1] >= layer.kernel_w \
         and model.layers[t].op not in ir.BINARY_OPS and readers.get(t) == [t] and \
         readers.get(t - 1) == [t - 1]
 
 
 def _delay_start(layer: Layer, lo: np.ndarray, out_lo: np.ndarray) -> np.ndarray:
-    return np.minimum(lo, out_lo * layer.stride - layer.pad_top)
+    return np.minimum(lo, out_lo * layer.stride_h - layer.pad_top)
 
 
 def delayed_rows(layer: Layer, lo: np.ndarray, hi: np.ndarray, out_lo: np.ndarray) -> int:
@@ -102,8 +102,8 @@ def delay_filled(layer: Layer, cols: int, lo: np.ndarray, hi: np.ndarray, out_lo
     promise more RAM than it touches)."""
     start = _delay_start(layer, lo, out_lo)
     written = np.zeros((cols, delayed_rows(layer, lo, hi, out_lo)), dtype=bool)
-    slots = (np.arange(layer.out_shape[1]) * layer.stride - layer.pad_left) % cols
+    slots = (np.arange(layer.out_shape[1]) * layer.stride_w - layer.pad_left) % cols
     for a, b, r0, r1, s0 in zip(lo, hi, out_lo, out_hi, start):
         written[:, a - s0:b - s0] = True
-        written[np.ix_(slots, np.arange(r0, r1) * layer.stride - layer.pad_top - s0)] = True
+        written[np.ix_(slots, np.arange(r0, r1) * layer.stride_h - layer.pad_top - s0)] = True
     return bool(written.all())

@@ -41,7 +41,7 @@ class _ColumnRing:
     def _where(self, t: int, r: np.ndarray, c: int) -> tuple[int, np.ndarray]:
         if t in self.over:
             layer = self.over[t]
-            r, c = r * layer.stride - layer.pad_top, c * layer.stride - layer.pad_left
+            r, c = r * layer.stride_h - layer.pad_top, c * layer.stride_w - layer.pad_left
         pos = r - self.row0
         if pos.min() < 0 or pos.max() >= self.rows or self.cols < 1:
             raise RingError(f"tensor {t}: rows {r.min()}..{r.max()} outside its ring of "
@@ -112,7 +112,7 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
                 row0 = need[t][0]
                 if t + 1 in ring[t].over:           # from the first row of the output's delay
                     layer = layers[t]
-                    row0 = min(row0, need[t + 1][0] * layer.stride - layer.pad_top)
+                    row0 = min(row0, need[t + 1][0] * layer.stride_h - layer.pad_top)
                 ring[t].start_tile(row0)
         produced = {t: -1 for t in range(first + 1, end + 2)}
 
