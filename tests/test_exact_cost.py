@@ -71,7 +71,7 @@ def brute_block(model, first, end, tile_rows=1):
             rows_max[t] = max(rows_max.get(t, 0), len(need[t]))
             layer = layers[t]
             if layer.op == ir.DEPTHWISE:
-                held = need[t] | {min(need[t + 1]) * layer.stride - layer.pad_top}
+                held = need[t] | {min(need[t + 1]) * layer.stride_h - layer.pad_top}
                 delayed[t] = max(delayed.get(t, 0), max(held) - min(held) + 1)
     return macs, rows_max, delayed
 
