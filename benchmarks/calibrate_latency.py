@@ -26,7 +26,7 @@ from msf_pio.fusion.planner import plan_model
 from msf_pio.model import load_model
 from msf_pio.pio import bootstrap
 
-BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 IR = {"op": "inverted_residual"}
 # name -> (input HWC, layers); every one runs vanilla, the multi-layer ones p1:inf too
 MODELS = {

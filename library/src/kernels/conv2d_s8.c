@@ -341,7 +341,8 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
             } else {
                 direct_one(&t, &d, count, acc);
             }
-            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
+                           o + c0, ors);
         }
         MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * cout);
         row += 1 + pair;
