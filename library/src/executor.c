@@ -66,7 +66,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
     const msf_layer_t *last = &L[n - 1];
     msf_view_t view[n + 1];                        /* local tensor t = input of layer t */
     msf_view_t skip[n];                            /* adds: skip inputs made before the block */
-    int32_t lo[n + 1], hi[n + 1], produced[n + 1], next[n];
+    int32_t lo[n + 1], hi[n + 1], produced[n + 1], next[n], path[n], depth = 0;
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
@@ -121,7 +121,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
          * next column, start again from the top (the order exact_cost.py simulates) */
         for (int32_t x = 0; x < last->out_w; x++) {
             while (next[n - 1] <= x) {
-                const int32_t l = msf_ready_layer(b, next, produced, 0);
+                const int32_t l = msf_ready_layer(b, next, produced, 0, path, &depth);
                 const msf_view_t *in2 = NULL;
                 if (L[l].op == MSF_ADD) {
                     in2 = L[l].skip >= b->first ? &view[L[l].skip - b->first] : &skip[l];
@@ -129,6 +129,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
                 msf_layer_column(&L[l], &view[l], in2, &view[l + 1], next[l], lo[l + 1],
                                  hi[l + 1]);
                 produced[l + 1] = next[l]++;
+                depth--;
                 for (int32_t r = lo[n]; l == n - 1 && staged && r < hi[n]; r++) {
                     msf_pixel_done(b, arena, sink, &view[n], r, next[l] - 1);
                 }
