@@ -26,7 +26,7 @@ from msf_pio.fusion.planner import plan_model
 from msf_pio.model import load_model
 from msf_pio.pio import bootstrap
 
-BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3")
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 IR = {"op": "inverted_residual"}
 # name -> (input HWC, layers); every one runs vanilla, the multi-layer ones p1:inf too
 MODELS = {
@@ -45,6 +45,10 @@ MODELS = {
     "avgpool": ([12, 12, 16], [{"op": "avg_pool", "kernel": 3, "stride": 2, "padding": "same"}]),
     "gap-dense": ([6, 6, 32], [{"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
     "dense": ([1, 1, 256], [{"op": "dense", "out": 64}]),
+    # dense alone: long and short rows, so its per-MAC and per-output costs part (MLPerf
+    # Tiny's autoencoder is dense layers only)
+    "dense-640": ([1, 1, 640], [{"op": "dense", "out": 128}]),
+    "dense-to-8": ([1, 1, 128], [{"op": "dense", "out": 128}, {"op": "dense", "out": 8}]),
     "ir-s1": ([12, 12, 8], [{**IR, "out": 8, "expand": 3, "kernel": 3, "stride": 1}]),
     "ir-s2": ([16, 16, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
                             {**IR, "out": 16, "expand": 3, "kernel": 5, "stride": 1}]),

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .model import ir
-from .model.ir import Model, QParams
+from .model.ir import Layer, Model, QParams
 
 INT8_MIN, INT8_MAX = -128, 127
 INT32_MIN, INT32_MAX = -(1 << 31), (1 << 31) - 1
@@ -110,6 +110,20 @@ class ChannelRequant:
     shift: np.ndarray          # int64, one per output channel
     act_min: int
     act_max: int
+    # every accumulator the layer can make, shifted left by its channel's max(shift, 0), lies
+    # in (-2^30, 2^30): the doubling high multiply is then a rounding high multiply of twice
+    # it, one instruction on Cortex-M (SMMULR) where a 64-bit rounding takes five
+    narrow: bool = False
+
+
+def accumulator_bound(layer: Layer, input_offset: int) -> np.ndarray:
+    """Largest |accumulator| of each output channel of a conv2d / depthwise / dense layer over
+    every int8 input: |bias| + max |x + input_offset| * sum |w| (padding taps add nothing)."""
+    w = np.abs(layer.weights.w.astype(np.int64))
+    per_channel = w.reshape(w.shape[0], -1).sum(axis=1) if layer.op != ir.DEPTHWISE \
+        else w.reshape(-1, w.shape[-1]).sum(axis=0)
+    x = max(abs(-128 + input_offset), abs(127 + input_offset))
+    return np.abs(layer.weights.bias.astype(np.int64)) + x * per_channel
 
 
 @dataclass(frozen=True)
@@ -276,8 +290,10 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
         real = f32(q_in.scale) * f32(layer.weights.scales) / f32(q_out.scale)
         # one per output channel even for per-tensor weights (dense), so kernels index by channel
         multiplier, shift = quantize_multiplier(np.broadcast_to(real, (layer.cout,)))
+        left = np.maximum(shift.astype(np.int64), 0)
+        narrow = bool(np.all(accumulator_bound(layer, -q_in.zero_point) << left < 1 << 30))
         return ChannelRequant(-q_in.zero_point, q_out.zero_point, multiplier, shift,
-                              act_min, act_max)
+                              act_min, act_max, narrow)
     if layer.op == ir.ADD:
         q_skip = model.tensor_q(layer.skip)
         s1, s2, so = f32(q_in.scale), f32(q_skip.scale), f32(q_out.scale)

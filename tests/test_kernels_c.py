@@ -43,7 +43,7 @@ SEEDS = (0, 1)
 _INT_FIELDS = ["op", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
                "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "in_offset", "out_offset",
                "act_min", "act_max", "in2_offset", "left_shift", "in1_mult", "in1_shift",
-               "in2_mult", "in2_shift"]
+               "in2_mult", "in2_shift", "narrow"]
 
 
 class Case(ctypes.Structure):
@@ -108,6 +108,7 @@ class Kernels:
             c.bias = pointer(layer.weights.bias, np.int32)
             c.mult = pointer(rq.multiplier, np.int32)
             c.shift = pointer(rq.shift, np.int8)
+            c.narrow = int(rq.narrow)
         elif isinstance(rq, nm.AddRequant):
             c.in_offset, c.in2_offset, c.out_offset = (rq.input1_offset, rq.input2_offset,
                                                        rq.output_offset)
@@ -364,8 +365,8 @@ def _c_array(ctype, name, values, const=True):
 
 def _dsp_program(models) -> str:
     """A bare-metal program that runs the last layer of every model twice, on whole tensors
-    (contiguous kernel rows) and on pixels padded by one byte (unaligned loads, per column),
-    and prints each output in hex."""
+    (contiguous kernel rows) and on pixels padded by one byte (unaligned loads, per column,
+    requantized without the accumulator bound), and prints each output in hex."""
     decls, body = ['#include <stdio.h>\n#include "msf/runtime.h"\n'], []
     for n, (model, tensors) in enumerate(models):
         i = model.n_layers - 1
@@ -383,7 +384,7 @@ def _dsp_program(models) -> str:
                       _c_array("int32_t", f"m{n}", rq.multiplier),
                       _c_array("int8_t", f"s{n}", rq.shift)]
             fields.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
-                          weights=f"w{n}", bias=f"b{n}")
+                          weights=f"w{n}", bias=f"b{n}", narrow=int(rq.narrow))
         else:
             decls += [_c_array("int32_t", f"m{n}", [rq.output_multiplier]),
                       _c_array("int8_t", f"s{n}", [rq.output_shift])]
@@ -392,7 +393,10 @@ def _dsp_program(models) -> str:
                           in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
                           in2_mult=rq.input2_multiplier, in2_shift=rq.input2_shift)
         init = ", ".join(f".{k} = {v}" for k, v in fields.items())
-        decls.append(f"static const msf_layer_t l{n} = {{{init}}};\n"
+        wide = ", ".join(f".{k} = {v}" for k, v in {**fields, "narrow": 0}.items())
+        # the padded run takes the requantization path of accumulators without a bound
+        decls.append(f"static const msf_layer_t l{n}whole = {{{init}}};\n"
+                     f"static const msf_layer_t l{n}padded = {{{wide}}};\n"
                      f"static int8_t o{n}[{oh * ow * oc}];\n")
         second = tensors[layer.skip] if layer.op == ir.ADD else tensors[i]
         for tag, gap in (("whole", 0), ("padded", 1)):
@@ -406,7 +410,7 @@ def _dsp_program(models) -> str:
                 f"        msf_view_t b = {{y{n}{tag}, 0, {row}, {col}, {iw}}};\n"
                 f"        msf_view_t o = {{o{n}, 0, {ow * oc}, {oc}, {ow}}};\n"
                 f"        for (int32_t c = 0; c < {ow}; c++)\n"
-                f"            msf_layer_column(&l{n}, &a, &b, &o, c, 0, {oh});\n"
+                f"            msf_layer_column(&l{n}{tag}, &a, &b, &o, c, 0, {oh});\n"
                 f"        printf(\"{n} {tag} \");\n"
                 f"        for (int32_t j = 0; j < {oh * ow * oc}; j++)\n"
                 f"            printf(\"%02x\", (uint8_t)o{n}[j]);\n"

@@ -138,3 +138,24 @@ def test_rounded_average_matches_c(rng):
     assert nm.rounded_average(total, count).tolist() == [c_avg(int(t), int(n))
                                                          for t, n in zip(total, count)]
     assert nm.rounded_average([3, -3, 5, -6], [2, 2, 4, 4]).tolist() == [2, -2, 1, -2]
+
+
+def test_accumulator_bound_holds_for_the_worst_inputs_and_decides_narrow():
+    """The bound behind msf_layer_t.narrow: the inputs pushing every product up, then down,
+    make no larger accumulator, and a bias that takes the accumulator past 2^30 turns the
+    narrow requantization off."""
+    import dataclasses
+
+    from .int8_models import single_op_model
+    model = single_op_model([1, 1, 24], [{"op": "pointwise", "out": 8}], seed=3)
+    layer, rq = model.layers[0], nm.requantization(model, 0)
+    bound = nm.accumulator_bound(layer, rq.input_offset)
+    w = layer.weights.w.reshape(8, 24).astype(np.int64)
+    for sign in (1, -1):
+        x = np.where(sign * w > 0, 127, -128)          # each product at its extreme
+        acc = layer.weights.bias + ((x + rq.input_offset) * w).sum(axis=1)
+        assert np.all(np.abs(acc) <= bound)
+    assert rq.narrow
+    big = dataclasses.replace(layer.weights, bias=np.full(8, 1 << 30, np.int32))
+    model.layers[0] = dataclasses.replace(layer, weights=big)
+    assert not nm.requantization(model, 0).narrow

@@ -52,12 +52,20 @@ static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
  * reads (its first input, then its second, if made in the block) to a layer whose inputs are
  * ready. next[l]: the next position of layer l; produced[t]: the last of local tensor t (the
  * output of layer t - 1; tensor 0, the block input, and older tensors are whole). This is the
- * order the cost model simulates (exact_cost.py's column sweep, line_buffer.py's row sweep). */
+ * order the cost model simulates (exact_cost.py's column sweep, line_buffer.py's row sweep: a
+ * recursion). The descent is kept in path[0 .. *depth) (the last layer first) and resumed from
+ * the layer that lacked the returned layer's output once the caller pops it (--*depth) after
+ * computing it: computing a layer changes only what its consumer on the path reads, so the
+ * layers above that one would descend the same way again. */
 static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
-                                      const int32_t *produced, int rows)
+                                      const int32_t *produced, int rows, int32_t *path,
+                                      int32_t *depth)
 {
     const msf_layer_t *L = b->layers;
-    int32_t l = b->n - 1;
+    if (*depth == 0) {
+        path[(*depth)++] = b->n - 1;
+    }
+    int32_t l = path[*depth - 1];
     for (;;) {
         const int32_t need = msf_last_input(&L[l], next[l], rows);
         int32_t lacking = -1;
@@ -71,6 +79,7 @@ static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
             return l;
         }
         l = lacking - 1;
+        path[(*depth)++] = l;
     }
 }
 

@@ -91,7 +91,7 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
     const msf_layer_t *last = &L[n - 1];
     msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
     msf_view_t outer[2 * n];                       /* inputs made before the block input */
-    int32_t lo[n + 1], hi[n + 1], produced[n + 1], next[n];
+    int32_t lo[n + 1], hi[n + 1], produced[n + 1], next[n], path[n], depth = 0;
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
@@ -156,12 +156,13 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
          * next column, start again from the top (the order exact_cost.py simulates) */
         for (int32_t x = 0; x < last->out_w; x++) {
             while (next[n - 1] <= x) {
-                const int32_t l = msf_ready_layer(b, next, produced, 0);
+                const int32_t l = msf_ready_layer(b, next, produced, 0, path, &depth);
                 if (msf_in_place(b, l + 1)) {   /* a depthwise reading local tensor l */
                     msf_over_input(&view[l + 1], &view[l], &L[l], next[l], lo[l + 1]);
                 }
                 msf_block_column(b, view, outer, l, next[l], lo[l + 1], hi[l + 1]);
                 produced[l + 1] = next[l]++;
+                depth--;
                 for (int32_t r = lo[n]; l == n - 1 && staged && r < hi[n]; r++) {
                     msf_pixel_done(b, arena, sink, &view[n], r, next[l] - 1);
                 }

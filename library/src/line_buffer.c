@@ -15,7 +15,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     const int staged = b->head || b->stream;       /* the last layer's pixels go one by one */
     msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
     msf_view_t outer[2 * n];                       /* inputs made before the block input */
-    int32_t capacity[n], produced[n + 1], next[n], pulled = -1;
+    int32_t capacity[n], produced[n + 1], next[n], path[n], depth = 0, pulled = -1;
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
@@ -31,7 +31,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     }
     for (int32_t y = 0; y < last->out_h; y++) {
         while (next[n - 1] <= y) {
-            const int32_t l = msf_ready_layer(b, next, produced, 1);
+            const int32_t l = msf_ready_layer(b, next, produced, 1, path, &depth);
             const int32_t row = next[l];
             if (l == 0) {
                 msf_pull_rows(b, source, &view[0], &pulled,
@@ -51,6 +51,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             }
             produced[l + 1] = row;
             next[l] = row + 1;
+            depth--;
         }
     }
     msf_pull_rows(b, source, &view[0], &pulled, INT32_MAX);   /* rows no window reads */

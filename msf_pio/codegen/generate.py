@@ -67,7 +67,7 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
         arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
         arrays.append(c_array("int8_t", f"s{i}", rq.shift))
         f.update(in_offset=rq.input_offset, out_offset=rq.output_offset, weights=f"w{i}",
-                 bias=f"b{i}", mult=f"m{i}", shift=f"s{i}")
+                 bias=f"b{i}", mult=f"m{i}", shift=f"s{i}", narrow=int(rq.narrow))
     elif isinstance(rq, numerics.MeanRequant):      # a GAP that requantizes: TFLite MEAN
         arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
         arrays.append(c_array("int8_t", f"s{i}", rq.shift))

@@ -32,7 +32,8 @@ PROFILES = Path(__file__).with_name("latency_profiles.json")
 FEATURES = (
     "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs",
     "conv.macs_pair", "conv.macs_single", "conv.outputs",
-    "depthwise.macs", "depthwise.outputs", "add.outputs", "pool.macs", "pool.outputs",
+    "depthwise.macs", "depthwise.outputs", "add.outputs", "max_pool.macs", "max_pool.outputs",
+    "avg_pool.macs", "avg_pool.outputs",
     "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
 )
 
@@ -42,8 +43,10 @@ def kernel_class(layer) -> str:
         return "conv1x1" if layer.kernel == (1, 1) else "conv"
     if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
-    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "pool",
-            ir.AVG_POOL: "pool", ir.GLOBAL_AVGPOOL: "global_avgpool", ir.DENSE: "dense"}[layer.op]
+    # max and average pools apart: an average divides per output (slow on some cores)
+    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "max_pool",
+            ir.AVG_POOL: "avg_pool", ir.GLOBAL_AVGPOOL: "global_avgpool",
+            ir.DENSE: "dense"}[layer.op]
 
 
 def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int) -> dict:

@@ -7,7 +7,7 @@ typedef struct {
     int32_t op, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
     int32_t in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t in_offset, out_offset, act_min, act_max;
-    int32_t in2_offset, left_shift, in1_mult, in1_shift, in2_mult, in2_shift;
+    int32_t in2_offset, left_shift, in1_mult, in1_shift, in2_mult, in2_shift, narrow;
     const int8_t *weights;
     const int32_t *bias;
     const int32_t *mult;
@@ -46,6 +46,7 @@ static msf_layer_t layer_of(const harness_case_t *c)
     l.bias = c->bias;
     l.mult = c->mult;
     l.shift = c->shift;
+    l.narrow = (uint8_t)c->narrow;
     l.in2_offset = c->in2_offset;
     l.left_shift = c->left_shift;
     l.in1_mult = c->in1_mult;

@@ -90,6 +90,20 @@ MSF_INLINE int32_t msf_rq_apply(int32_t acc, const msf_rq_t q)
     return (int32_t)((int64_t)x + q.half + ((x >> 31) & q.neg)) >> q.right;
 }
 
+/* msf_rq_apply when |acc << q.left| < 2^30: then (a * b + 2^30) >> 31 is the rounding high
+ * multiply of 2a by b, (2a * b + 2^31) >> 32 (Cortex-M's SMMULR): no 64-bit rounding. */
+MSF_INLINE int32_t msf_rq_apply_narrow(int32_t acc, const msf_rq_t q)
+{
+    const int32_t a = (int32_t)((uint32_t)acc << (q.left + 1));
+#if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t x;
+    __asm__("smmulr %0, %1, %2" : "=r"(x) : "r"(a), "r"(q.mult));
+#else
+    const int32_t x = (int32_t)(((int64_t)a * q.mult + ((int64_t)1 << 31)) >> 32);
+#endif
+    return (int32_t)((int64_t)x + q.half + ((x >> 31) & q.neg)) >> q.right;
+}
+
 MSF_INLINE int32_t msf_requantize(int32_t acc, int32_t mult, int32_t shift)
 {
     return msf_rq_apply(acc, msf_rq(mult, shift));
@@ -121,9 +135,11 @@ MSF_INLINE int8_t msf_output_s8(int32_t acc, int32_t mult, int32_t shift, int32_
 /* Requantizes the accumulators of n consecutive output channels of `pixels` pixels (1 or 2),
  * stored channel after channel in pairs (acc[2 * ch + p]), into o0[ch] and, for pixel 1,
  * o0[d + ch], channel ch with mult[ch] and shift[ch]: the per-channel constants are computed
- * once for both pixels (library/src/kernels/requant_s8.c). */
+ * once for both pixels (library/src/kernels/requant_s8.c); `narrow`: the layer's, see
+ * msf_rq_apply_narrow. */
 void msf_requant_s8(const int32_t *acc, int32_t pixels, int32_t n, const int32_t *mult,
-                    const int8_t *shift, const msf_out_t *out, int8_t *o0, int32_t d);
+                    const int8_t *shift, const msf_out_t *out, int narrow, int8_t *o0,
+                    int32_t d);
 
 static inline int8_t msf_clamp(int32_t v, int32_t lo, int32_t hi)
 {

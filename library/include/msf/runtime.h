@@ -48,6 +48,10 @@ typedef struct {
     const int32_t *mult;          /* per output channel Q31 multipliers; a requantizing global
                                    * avgpool (TFLite MEAN) has one, other pools none */
     const int8_t *shift;          /* matching power-of-two exponents */
+    uint8_t narrow;               /* conv, depthwise: 1 when every accumulator shifted left by
+                                   * max(shift, 0) lies in (-2^30, 2^30) (the generator bounds
+                                   * it from the weights), so requantization takes a shorter
+                                   * exact path (msf_rq_apply_narrow) */
     /* add (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale);
      * prelu: in2_offset is -zero_point of its alpha */
     int32_t in2_offset, left_shift, in1_mult, in2_mult;

@@ -249,11 +249,50 @@ MSF_INLINE void gathered_channels(const int pair, const int two, const int16_t *
     }
 }
 
-/* ... of `count` output channels, two at a time */
+/* a[q] += one group of four gathered taps at x times channel q's four weights at w[q] + i */
+MSF_INLINE void mac_group4(const int16_t *x, const int8_t *const w[4], int32_t i, int32_t a[4])
+{
+    int16x2_t xe, xo;
+    __builtin_memcpy(&xe, x, 4);
+    __builtin_memcpy(&xo, x + 2, 4);
+    for (int32_t q = 0; q < 4; q++) {
+        const uint32_t v = msf_read4(w[q] + i);
+        a[q] = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a[q]));
+    }
+}
+
+/* Accumulators of output channels 0..3 (`filter` bytes of weights apart) of one pixel from its
+ * gathered stream x of n >= 4 elements, into acc[2 * q] for channel q: a lone pixel's loaded
+ * taps serve four channels, as a pair's serve two channels of two pixels */
+MSF_INLINE void gathered_four(const int16_t *x, const int8_t *w, int32_t filter,
+                              const int32_t *bias, int32_t n, int32_t *acc)
+{
+    const int32_t whole = n & ~3, back = 4 - (n - whole);
+    const int8_t *const ws[4] = {w, w + filter, w + 2 * filter, w + 3 * filter};
+    int32_t a[4];
+    for (int32_t q = 0; q < 4; q++) {
+        a[q] = bias ? bias[q] : 0;
+    }
+    int32_t i = 0;
+    for (; i < whole; i += 4) {
+        mac_group4(x + i, ws, i, a);
+    }
+    if (back != 4) {                   /* the last n % 4 taps: the window's last four weights */
+        mac_group4(x + i, ws, i - back, a);
+    }
+    for (int32_t q = 0; q < 4; q++) {
+        acc[2 * q] = a[q];
+    }
+}
+
+/* ... of `count` output channels: a lone pixel four at a time, then two at a time */
 MSF_INLINE void gathered_run(const int pair, const int16_t *x, const int8_t *w, int32_t filter,
                              const int32_t *bias, int32_t count, int32_t n, int32_t *acc)
 {
     int32_t ch = 0;
+    for (; !pair && ch + 4 <= count; ch += 4) {
+        gathered_four(x, w + ch * filter, filter, bias ? bias + ch : 0, n, acc + 2 * ch);
+    }
     for (; ch + 2 <= count; ch += 2) {
         gathered_channels(pair, 1, x, w + ch * filter, filter, bias ? bias + ch : 0, n,
                           acc + 2 * ch);
@@ -342,7 +381,8 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
             } else {
                 direct_one(&t, &d, count, acc);
             }
-            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
+                           o + c0, ors);
         }
         MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * cout);
         row += 1 + pair;

@@ -172,7 +172,8 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
             for (int32_t i = 0; i <= pair; i++) {
                 dw_pixel_chunk(width, kw, &p[i], c0, count, acc + i);
             }
-            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, o + c0, ors);
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
+                           o + c0, ors);
         }
         MSF_COUNT((1 + pair) * (w.y1 - w.y0) * width * c);
         row += 1 + pair;
