@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from msf_pio.codegen.generate import generate
+from msf_pio.errors import MsfError
 from msf_pio.codegen.host import LIBRARY, HostBuild, write_sources
 from msf_pio.export.tflite import tflite_bytes
 from msf_pio.fusion import solvers
@@ -97,6 +98,22 @@ def test_rectangular_windows_fused_in_every_scheme(scheme):
         expected = tflm_run(data, x).reshape(-1)
         assert np.array_equal(run_model(model, x).reshape(-1), expected)
         check_plan_in_c(model, plan, x, expected, sanitize=seed == 0)
+
+
+@pytest.mark.parametrize("shape,layer,where,words", [
+    ((8, 14, 1), {"op": "conv2d", "out": 2, "kernel": [1, 13], "padding": "valid"},
+     "layers[0].kernel", "kernel width 13 is larger than the runtime's 11"),
+    ((300, 2, 1), {"op": "max_pool", "kernel": [256, 1]}, "layers[0].kernel",
+     "kernel 256 is larger than the runtime's 255"),
+    ((300, 2, 1), {"op": "depthwise_conv2d", "kernel": [3, 1], "stride": [256, 1]},
+     "layers[0].stride", "stride 256 is larger"),
+])
+def test_windows_beyond_the_runtime_are_one_line_errors(shape, layer, where, words):
+    model = single_op_model(shape, [layer], seed=1)
+    with pytest.raises(MsfError) as exc:
+        generate(model, solvers.vanilla(build_graph(model, "exact")))
+    message = str(exc.value)
+    assert where in message and words in message and "\n" not in message
 
 
 def test_rectangular_windows_under_random_plans():

@@ -25,7 +25,8 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
 SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
            "line-buffer": "MSF_LINE_BUFFER"}
-MAX_KERNEL = 11          # library/src/kernels/window.h
+MAX_KERNEL = 11          # kernel columns: library/src/kernels/window.h
+MAX_WINDOW_FIELD = 255   # kernel rows and strides: uint8 in msf_layer_t
 EXTERNAL = "MSF_EXTERNAL"
 
 
@@ -49,11 +50,20 @@ def _check(model: Model) -> None:
         raise MsfError("the model has no quantized weights (materialize it first)",
                        source=model.source or model.name)
     for i, layer in enumerate(model.layers):
-        # the kernels keep a pointer per kernel column (window.h); rows are not bounded
-        if layer.has_window and layer.kernel_w > MAX_KERNEL:
+        if not layer.has_window:
+            continue
+        where = f"layers[{i}]"
+        # the kernels keep a pointer per kernel column (window.h); rows only fit msf_layer_t's
+        # uint8 fields, as the strides do
+        if layer.kernel_w > MAX_KERNEL:
             raise MsfError(f"kernel width {layer.kernel_w} is larger than the runtime's "
                            f"{MAX_KERNEL}", source=model.source or model.name,
-                           where=f"layers[{i}].kernel")
+                           where=f"{where}.kernel")
+        for field, value in (("kernel", layer.kernel_h), ("stride", max(layer.stride))):
+            if value > MAX_WINDOW_FIELD:
+                raise MsfError(f"{field} {value} is larger than the runtime's "
+                               f"{MAX_WINDOW_FIELD}", source=model.source or model.name,
+                               where=f"{where}.{field}")
 
 
 def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
