@@ -90,26 +90,6 @@ def test_left_shift_requantization_matches_tflm(op, seed):
     assert_matches_tflm(model, random_input(model, seed))
 
 
-@pytest.mark.parametrize("seed", SEEDS)
-def test_residual_model_every_tensor_matches_tflm(seed):
-    model = single_op_model((20, 20, 3), RESIDUAL, seed)
-    x = random_input(model, seed)
-    data = tflite_bytes(model)
-    interpreter = runtime.Interpreter.from_bytes(
-        data, arena_size=1 << 22, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
-    interpreter.set_input(x[None], 0)
-    interpreter.invoke()
-    graph = runtime.convert_bytearray_to_object(data).subgraphs[0]
-    names = [t.name.decode() for t in graph.tensors]
-    tensors = {0: x}
-    for i, layer in enumerate(model.layers):
-        tensors[i + 1] = run_layer(model, i, tensors)
-        theirs = interpreter.GetTensor(names.index(layer.name), 0)["tensor_data"]
-        np.testing.assert_array_equal(tensors[i + 1].reshape(-1), theirs.reshape(-1),
-                                      err_msg=f"tensor {i + 1} ({layer.name})")
-    np.testing.assert_array_equal(run_model(model, x), tensors[model.n_layers])
-
-
 BRANCHED = [   # a ResNet stage with a strided 1x1 shortcut conv, two branches joined by concat
     {"op": "conv2d", "out": 6, "kernel": 3, "stride": 1, "act": "relu", "name": "stem"},
     {"op": "conv2d", "out": 8, "kernel": 3, "stride": 2, "act": "relu"},
@@ -135,23 +115,31 @@ def test_concat_matches_tflm(seed):
     assert_matches_tflm(model, random_input(model, seed))
 
 
+GRAPHS = {"residual": ((20, 20, 3), RESIDUAL), "branched": ((12, 12, 3), BRANCHED)}
+
+
 @pytest.mark.parametrize("seed", SEEDS)
-def test_branched_model_every_tensor_matches_tflm(seed):
-    model = single_op_model((12, 12, 3), BRANCHED, seed)
+@pytest.mark.parametrize("graph", sorted(GRAPHS))
+def test_every_tensor_matches_tflm(graph, seed):
+    """Tensor by tensor against TFLite Micro's (every tensor kept): a residual chain, and a
+    branched model (shortcut conv, concat)."""
+    shape, layers = GRAPHS[graph]
+    model = single_op_model(shape, layers, seed)
     x = random_input(model, seed)
     data = tflite_bytes(model)
     interpreter = runtime.Interpreter.from_bytes(
         data, arena_size=1 << 22, intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
     interpreter.set_input(x[None], 0)
     interpreter.invoke()
-    graph = runtime.convert_bytearray_to_object(data).subgraphs[0]
-    names = [t.name.decode() for t in graph.tensors]
+    graph_tensors = runtime.convert_bytearray_to_object(data).subgraphs[0].tensors
+    names = [t.name.decode() for t in graph_tensors]
     tensors = {0: x}
     for i, layer in enumerate(model.layers):
         tensors[i + 1] = run_layer(model, i, tensors)
         theirs = interpreter.GetTensor(names.index(layer.name), 0)["tensor_data"]
         np.testing.assert_array_equal(tensors[i + 1].reshape(-1), theirs.reshape(-1),
                                       err_msg=f"tensor {i + 1} ({layer.name})")
+    np.testing.assert_array_equal(run_model(model, x), tensors[model.n_layers])
 
 
 @pytest.mark.parametrize("name", sorted(zoo_names()))
