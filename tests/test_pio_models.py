@@ -20,7 +20,7 @@ TOOLS = ("arm-none-eabi-gcc", "qemu-system-arm", "riscv64-unknown-elf-gcc", "qem
 BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 MODELS = ("mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144",
           "mlperf-tiny-kws")
-MLPERF_TINY = ("mlperf-tiny-kws", "mlperf-tiny-vww", "mlperf-tiny-ad")
+MLPERF_TINY = ("mlperf-tiny-kws", "mlperf-tiny-vww", "mlperf-tiny-ad", "mlperf-tiny-ic")
 LINE = re.compile(r" hz=(\d+) .* arena=(\d+) arena_pred=(\d+) .* crc=(0x[0-9a-f]{8}) "
                   r"crc_ref=(0x[0-9a-f]{8}) status=(\w+)$")
 
@@ -81,7 +81,7 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
 
 @pytest.mark.parametrize("name", MLPERF_TINY)
 def test_mlperf_tiny_vanilla_and_least_ram_on_the_emulated_m7(core, tmp_path, name):
-    """The MLPerf Tiny models (kws: rectangular windows) give the reference's bytes on
+    """The MLPerf Tiny models (kws: rectangular windows; ic: shortcut convs) give the reference's bytes on
     qemu_f767zi under the vanilla and the least-RAM plans, each painting its predicted arena;
     fusion never needs more RAM than vanilla."""
     expected_crc, arenas = reference_crc(name), {}
