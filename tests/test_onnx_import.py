@@ -74,6 +74,17 @@ def _ort(path, x_hwc):
     return out.transpose(1, 2, 0) if out.ndim == 3 else out.reshape(1, 1, -1)
 
 
+def _within_two_lsb_of_ort(model, path, shape, q_out):
+    """The int8 model, fed three quantized inputs, within 2 output LSB of onnxruntime on the
+    float inputs."""
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    from msf_pio.reference import run_model
+    for seed in range(3):
+        x = _input(shape, seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+
+
 def _input(shape, seed=1):
     return np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32)
 
@@ -487,8 +498,6 @@ class _PadReader(CalibrationDataReader):
 
 
 def test_qdq_pad_folds_and_runs_close_to_onnxruntime(tmp_path):
-    from msf_pio.reference import run_model
-    from msf_pio.model.quantize import dequantize, quantize_tensor
     path = tmp_path / "pad_qdq.onnx"
     quantize_static(str(pad_net(tmp_path, lowest=False)), str(path), _PadReader((1, 3, 13, 12)),
                     quant_format=QuantFormat.QDQ, per_channel=True,
@@ -498,10 +507,7 @@ def test_qdq_pad_folds_and_runs_close_to_onnxruntime(tmp_path):
     assert model.quantized
     assert [l.pad for l in model.layers[:3]] == [(1, 2, 2, 1), (1, 1, 1, 1), (1, 1, 1, 1)]
     q_out = model.layers[-1].q_out
-    for seed in range(3):
-        x = _input((13, 12, 3), seed)
-        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
-        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+    _within_two_lsb_of_ort(model, path, (13, 12, 3), q_out)
 
 
 @pytest.mark.parametrize("case, message", [
@@ -593,8 +599,6 @@ def test_flatten_of_a_map_before_dense_matches_onnxruntime_and_tflm(tmp_path, ho
 
 @pytest.mark.parametrize("how", ["flatten", "transpose"])
 def test_qdq_flatten_before_dense_keeps_the_file_weights(tmp_path, how):
-    from msf_pio.reference import run_model
-    from msf_pio.model.quantize import dequantize, quantize_tensor
     path = tmp_path / f"flatten_{how}_qdq.onnx"
     quantize_static(str(flatten_net(tmp_path, how)), str(path), _PadReader((1, 3, 10, 8)),
                     quant_format=QuantFormat.QDQ, per_channel=True,
@@ -606,10 +610,7 @@ def test_qdq_flatten_before_dense_keeps_the_file_weights(tmp_path, how):
     w = w.T if how == "transpose" else w.reshape(5, 4, 5, 4).transpose(0, 2, 3, 1).reshape(5, 80)
     np.testing.assert_array_equal(dense.weights.w, w)
     q_out = dense.q_out
-    for seed in range(3):
-        x = _input((10, 8, 3), seed)
-        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
-        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+    _within_two_lsb_of_ort(model, path, (10, 8, 3), q_out)
 
 
 @pytest.mark.parametrize("case, message", [
@@ -706,8 +707,6 @@ def test_prelu_per_element_matches_onnxruntime_and_tflm(tmp_path):
 
 
 def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
-    from msf_pio.reference import run_model
-    from msf_pio.model.quantize import dequantize, quantize_tensor
     path = tmp_path / "prelu_qdq.onnx"
     # onnxruntime leaves PRelu in float (its slopes too, quantized here as msf-pio does); a
     # PRelu output nothing quantized after it would be float: the net ends in the Gemm
@@ -717,10 +716,7 @@ def test_qdq_prelu_runs_close_to_onnxruntime(tmp_path):
     model = load_onnx(path)
     assert model.quantized and [l.op for l in model.layers].count("prelu") == 2
     q_out = model.layers[-1].q_out
-    for seed in range(3):
-        x = _input((9, 8, 3), seed)
-        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
-        assert np.abs(ours - _ort(path, x)).max() <= 2 * q_out.scale + 1e-6
+    _within_two_lsb_of_ort(model, path, (9, 8, 3), q_out)
 
 
 def test_prelu_with_a_slope_per_row_is_refused(tmp_path):
