@@ -81,9 +81,8 @@ def _hard_swish_output(q_in: QParams, q_out: QParams, lo: float) -> QParams:
     least = float(f32(q_in.scale)) / 128.0
     if q_out.scale >= least:
         return q_out
-    lo = min(lo, 0.0)
-    q = activation_qparams(lo, lo + 255.0 * least * (1 + 1e-6))
-    return q if q.scale >= least else QParams(f32(least * (1 + 1e-5)), q.zero_point)
+    lo = min(lo, 0.0)      # 1e-6 above the bound: float32 rounding cannot fall below it
+    return activation_qparams(lo, lo + 255.0 * least * (1 + 1e-6))
 
 
 def activation_qparams(lo: float, hi: float) -> QParams:
