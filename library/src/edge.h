@@ -1,9 +1,12 @@
 /* What the two fusion-block executors (executor.c: H-cache, line_buffer.c: line buffer) share:
  * where an edge's tensors are, its output view (a whole tensor, the staged pixel of an
- * iterative head or of a streamed output) and the head's last step. Internal to the runtime. */
+ * iterative head or of a streamed output) and the head's last step. Internal to the runtime.
+ * The helpers run once or more per kernel call are MSF_INLINE: the firmware's -Os build made
+ * some of them out-of-line calls inside the demand-driven descent. */
 #ifndef MSF_EDGE_H
 #define MSF_EDGE_H
 
+#include "msf/requant.h"
 #include "msf/runtime.h"
 
 static inline msf_view_t msf_whole_view(int8_t *base, int32_t width, int32_t channels)
@@ -20,12 +23,12 @@ static inline int8_t *msf_locate(int8_t *arena, uint32_t offset, const int8_t *e
 
 /* Inputs of a layer: two for add and concatenation (pixel by pixel), else one. Input k's
  * model tensor index and channels. */
-static inline int msf_n_inputs(const msf_layer_t *l)
+MSF_INLINE int msf_n_inputs(const msf_layer_t *l)
 {
     return l->op == MSF_ADD || l->op == MSF_CONCAT ? 2 : 1;
 }
 
-static inline int32_t msf_input_tensor(const msf_layer_t *l, int k)
+MSF_INLINE int32_t msf_input_tensor(const msf_layer_t *l, int k)
 {
     return k ? l->skip : l->input;
 }
@@ -36,7 +39,7 @@ static inline int32_t msf_input_channels(const msf_layer_t *l, int k)
 }
 
 /* Last input position (a row with `rows`, else a column) that output position i reads. */
-static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
+MSF_INLINE int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
 {
     if (msf_n_inputs(l) == 2) {
         return i;
@@ -57,9 +60,9 @@ static inline int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
  * the layer that lacked the returned layer's output once the caller pops it (--*depth) after
  * computing it: computing a layer changes only what its consumer on the path reads, so the
  * layers above that one would descend the same way again. */
-static inline int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
-                                      const int32_t *produced, int rows, int32_t *path,
-                                      int32_t *depth)
+MSF_INLINE int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
+                                   const int32_t *produced, int rows, int32_t *path,
+                                   int32_t *depth)
 {
     const msf_layer_t *L = b->layers;
     if (*depth == 0) {
@@ -122,17 +125,17 @@ static inline void msf_outer_views(const msf_block_t *b, int8_t *arena, int8_t *
 }
 
 /* Input k of block layer l: a view of a tensor made in the block (or its input), or older. */
-static inline const msf_view_t *msf_input_view(const msf_block_t *b, const msf_view_t *view,
-                                               const msf_view_t *outer, int32_t l, int k)
+MSF_INLINE const msf_view_t *msf_input_view(const msf_block_t *b, const msf_view_t *view,
+                                            const msf_view_t *outer, int32_t l, int k)
 {
     const int32_t t = msf_input_tensor(&b->layers[l], k);
     return t >= b->first ? &view[t - b->first] : &outer[2 * l + k];
 }
 
 /* Runs layer l of the block on output column `col`, rows [r0, r1), into view[l + 1]. */
-static inline void msf_block_column(const msf_block_t *b, const msf_view_t *view,
-                                    const msf_view_t *outer, int32_t l, int32_t col,
-                                    int32_t r0, int32_t r1)
+MSF_INLINE void msf_block_column(const msf_block_t *b, const msf_view_t *view,
+                                 const msf_view_t *outer, int32_t l, int32_t col,
+                                 int32_t r0, int32_t r1)
 {
     const msf_layer_t *L = &b->layers[l];
     msf_layer_column(L, msf_input_view(b, view, outer, l, 0),

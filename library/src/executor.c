@@ -18,7 +18,7 @@ uint64_t msf_macs;
  * its window, lives; only outputs at or before (r, x) read it, so the depthwise column kernel,
  * which computes a column's rows in order and writes each sum after reading its taps, never
  * reads a pixel it has overwritten. */
-static inline int msf_in_place(const msf_block_t *b, int32_t t)
+MSF_INLINE int msf_in_place(const msf_block_t *b, int32_t t)
 {
     return t > 1 && t < b->n && b->rings[t - 1].rows == 0;
 }
