@@ -314,7 +314,7 @@ def _tails(model: Model, end: int) -> list[int]:
     return tails
 
 
-SCHEMES = ("h-cache", "tiles", "line-buffer")   # the cache schemes a fusion block may use
+SCHEMES = ("h-cache", "tiles", "line-buffer", "channel-split")   # a fusion block's cache schemes
 TILE_ROWS = (2, 4, 8, 16)   # tile heights of `tiles`: a few, so the graph stays small to solve
 
 
@@ -375,6 +375,9 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
                     out.append(Edge(first, last, ram,
                                     sum(macs[l] for l in range(first, end + 1)) + head_macs,
                                     scheme, detail, t))
+    if "channel-split" in schemes:           # inverted-residual triples (channel_split.py)
+        from . import channel_split
+        out += channel_split.edges(model)
     return out
 
 

@@ -1,0 +1,81 @@
+"""The channel-split scheme of an inverted-residual triple: 1x1 expand -> depthwise -> 1x1 project.
+
+H-cache tiles of t output rows (exact_cost.py's schedule) whose expansion is computed g channels
+at a time (the depthwise is per channel, so a group needs only its own channels): per tile and
+group, the column sweep keeps a column ring of the group's g expanded channels, computes the
+group's depthwise output one column at a time (t rows x g channels) and projects it at once into
+int32 partial sums of the tile's output (t x W x C_out); once every group is in, the sums are
+requantized (bias, per-channel multiplier, zero point, activation) into the block output. Every
+expanded pixel is computed once per tile, in one group: the MACs are the tile schedule's; the
+expansion ring is g / C_exp as large, at the price of the sums.
+
+The C runtime (library/src/channel_split.c) and the numpy reference (msf_pio/reference/
+channel_split.py) follow this order; this module sizes their buffers.
+"""
+from __future__ import annotations
+
+from ..model import ir
+from ..model.ir import Model
+from . import exact_cost as ec
+from .edge import Edge
+
+NAME = "channel-split"
+GROUPS = (8, 16, 24, 32, 48)      # channel groups tried: a few, so the graph stays small to solve
+TILE_ROWS = (1,) + ec.TILE_ROWS
+
+
+def is_triple(model: Model, i: int) -> bool:
+    """Layers i..i+2 are a chain 1x1 expand (stride 1) -> depthwise k x k (k > 1) -> 1x1
+    project (stride 1) whose internal tensors nothing else reads, and neither end is streamed."""
+    L = model.layers
+    if i + 2 >= model.n_layers:
+        return False
+    e, d, p = L[i], L[i + 1], L[i + 2]
+    pointwise = lambda l: l.op == ir.CONV and l.kernel == (1, 1) and l.stride == (1, 1) \
+        and l.pad == (0, 0, 0, 0)
+    last_reader = model.last_reader()
+    return pointwise(e) and d.op == ir.DEPTHWISE and d.kernel_h > 1 and pointwise(p) and \
+        model.input_of(i + 1) == i + 1 and model.input_of(i + 2) == i + 2 and \
+        last_reader[i + 1] == i + 1 and last_reader[i + 2] == i + 2 and \
+        not (model.stream_input and i == 0) and \
+        not (model.stream_output and i + 3 == model.n_layers)
+
+
+def groups(model: Model, i: int) -> list[int]:
+    """Channel groups g of the triple from layer i: g divides C_exp, g < C_exp."""
+    c = model.layers[i].cout
+    return [g for g in GROUPS if c % g == 0 and g < c]
+
+
+def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]:
+    """The scratch buffers in arena order: the expansion's column ring and the depthwise output
+    column, both of g channels, and the int32 sums of one tile's output."""
+    exp, dw = i + 1, i + 2
+    _, wo, co = model.tensor_shape(i + 3)
+    rows, cols = sched.ring_rows(exp), sched.ring_cols[exp]
+    t = sched.ring_rows(dw)
+    return [{"kind": "ring", "tensor": exp, "rows": rows, "cols": cols, "channels": g,
+             "bytes": rows * cols * g},
+            {"kind": "ring", "tensor": dw, "rows": t, "cols": 1, "channels": g, "bytes": t * g},
+            {"kind": "sums", "tensor": i + 3, "rows": t, "cols": wo, "bytes": 4 * t * wo * co}]
+
+
+def edges(model: Model) -> list[Edge]:
+    """One edge per triple, tile height and channel group."""
+    out = []
+    for i in range(model.n_layers):
+        if not is_triple(model, i) or not groups(model, i):
+            continue
+        end = i + 2
+        ho = model.layers[end].out_shape[0]
+        columns = ec._column_sweep(model, end, i)
+        for t in sorted({min(t, ho) for t in TILE_ROWS}):
+            s = ec.block_schedule(model, end, i, t, columns)
+            macs = sum(s.layer_macs[l] for l in range(i, end + 1))
+            # the output is written when a tile's groups are all in: later than the H-cache
+            # writes it, so the H-cache's shift over the input (reuse.py) holds as well
+            shift = ec._output_shift(model, i, end, end, (s.row_lo[i], s.row_hi[end + 1]))
+            for g in groups(model, i):
+                ram, detail = ec._edge_ram(model, i, end, scratch(model, i, s, g), shift)
+                out.append(Edge(i, end, ram, macs, NAME, {**detail, "g": g}, t))
+    return out
