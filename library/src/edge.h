@@ -212,4 +212,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
                          const int8_t *input, const msf_sink_t *sink,
                          const msf_source_t *source);
 
+/* The channel-split executor of an inverted-residual triple (channel_split.c). */
+void msf_run_channel_split(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out);
+
 #endif /* MSF_EDGE_H */

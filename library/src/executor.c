@@ -88,6 +88,10 @@ void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8
         msf_run_line_buffer(b, arena, in, out, input, sink, source);
         return;
     }
+    if (b->scheme == MSF_CHANNEL_SPLIT) {
+        msf_run_channel_split(b, arena, in, out);
+        return;
+    }
     const msf_layer_t *last = &L[n - 1];
     msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
     msf_view_t outer[2 * n];                       /* inputs made before the block input */

@@ -24,7 +24,7 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
 SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
-           "line-buffer": "MSF_LINE_BUFFER"}
+           "line-buffer": "MSF_LINE_BUFFER", "channel-split": "MSF_CHANNEL_SPLIT"}
 MAX_KERNEL = 11          # kernel columns: library/src/kernels/window.h
 MAX_WINDOW_FIELD = 255   # kernel rows and strides: uint8 in msf_layer_t
 EXTERNAL = "MSF_EXTERNAL"
@@ -162,7 +162,40 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     if rings:
         arrays.append(f"static const msf_ring_t ring{k}[{len(rings)}] = {{{', '.join(rings)}}};\n")
         fields["rings"] = f"ring{k}"
+    if e.scheme == "channel-split":
+        a, fields["groups"] = _split_groups(model, k, e)
+        arrays += a
     return arrays, "    {" + ", ".join(f".{a} = {v}" for a, v in fields.items()) + "},"
+
+
+def _split_groups(model: Model, k: int, e) -> tuple[list[str], str]:
+    """Per channel group of the channel-split triple of edge k, its expand, depthwise and
+    project layers over the group's channels (channel_split.c): the expand's filters and every
+    per-channel array are the layer's own from the group's first channel; the depthwise's
+    weights (1HWC) and the project's input channels (OHWI) are laid out group after group. The
+    project adds no bias: the sums' finish does, with the layer's own parameters."""
+    i, g = e.first, e.detail["g"]
+    E, D, P = model.layers[i:i + 3]
+    n = E.cout // g
+    per_group = lambda w: np.concatenate([w[..., j * g:(j + 1) * g] for j in range(n)])
+    arrays = [c_array("int8_t", f"dwg{k}", per_group(D.weights.w)),
+              c_array("int8_t", f"pwg{k}", per_group(P.weights.w))]
+    (_, fe), (_, fd), (_, fp) = (_layer_params(model, l) for l in range(i, i + 3))
+    (kh, kw), co = D.kernel, P.cout
+    inits = []
+    for j in range(n):
+        c = j * g
+        per_channel = lambda l: {"bias": f"&b{l}[{c}]", "mult": f"&m{l}[{c}]",
+                                 "shift": f"&s{l}[{c}]"}
+        inits += [_layer_struct(model, i, {**fe, **per_channel(i), "out_c": g,
+                                           "weights": f"&w{i}[{c * E.cin}]"}),
+                  _layer_struct(model, i + 1, {**fd, **per_channel(i + 1), "in_c": g, "out_c": g,
+                                               "weights": f"&dwg{k}[{j * kh * kw * g}]"}),
+                  _layer_struct(model, i + 2, {**fp, "in_c": g, "bias": 0,
+                                               "weights": f"&pwg{k}[{j * co * g}]"})]
+    arrays.append("\n".join([f"static const msf_layer_t groups{k}[{3 * n}] = {{", *inits, "};",
+                             ""]))
+    return arrays, f"groups{k}"
 
 
 def generate(model: Model, plan: Plan, measure: bool = False) -> Sources:

@@ -91,7 +91,9 @@ typedef struct {
 enum msf_scheme {
     MSF_H_CACHE = 0,      /* column rings, output rows in tiles of tile_rows rows (msf-CNN:
                            * one), the rows two tiles share recomputed for each */
-    MSF_LINE_BUFFER = 1   /* rings of whole rows, nothing recomputed */
+    MSF_LINE_BUFFER = 1,  /* rings of whole rows, nothing recomputed */
+    MSF_CHANNEL_SPLIT = 2 /* an inverted-residual triple as H-cache tiles whose expansion runs
+                           * a channel group at a time into int32 sums (channel_split.c) */
 };
 
 /* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally
@@ -112,7 +114,10 @@ typedef struct {
     const msf_ring_t *rings;      /* n - 1 rings for the block's internal tensors: column
                                    * rings (H-cache) or rings of whole rows (line buffer) */
     uint32_t staging_offset;      /* head: one output pixel of the last spatial layer */
-    uint32_t sums_offset;         /* head: int32 sums of global average pooling */
+    uint32_t sums_offset;         /* head: int32 sums of global average pooling; channel
+                                   * split: int32 sums of a tile's output */
+    const msf_layer_t *groups;    /* channel split: per group, its expand, depthwise and
+                                   * project layers over the group's channels */
 } msf_block_t;
 
 /* Kernels: output column `col`, rows [r0, r1) of a window layer (conv, depthwise, pools), an
@@ -134,6 +139,15 @@ void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf
                            int32_t col, int32_t r0, int32_t r1);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+
+/* A 1x1 (or any) conv's output column of rows [r0, r1) added to int32 sums without bias or
+ * requantization (sums: row r0's pixel, `row_stride` bytes per row, 4 bytes per channel, any
+ * alignment), its input channels being a part of the layer's (channel split); and the finish:
+ * `pixels` pixels of sums plus the bias requantized into int8 output pixels. */
+void msf_conv2d_sums_column(const msf_layer_t *l, const msf_view_t *in, int8_t *sums,
+                            int32_t row_stride, int32_t col, int32_t r0, int32_t r1);
+void msf_conv2d_sums_finish(const msf_layer_t *l, const int8_t *sums, int32_t pixels,
+                            int8_t *out);
 
 /* Heads: global average pooling (whole tensor, or accumulated pixel by pixel into int32
  * sums) and dense on a vector. */

@@ -318,8 +318,24 @@ static MSF_NOINLINE void gathered_one(const int16_t *x, const int8_t *w, int32_t
 }
 #endif
 
-void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
-                       int32_t col, int32_t r0, int32_t r1)
+/* s[ch] += acc[2 ch] and, for pixel 1, s[d + 4 ch] += acc[2 ch + 1], channel ch < n: int32
+ * sums at any byte alignment (the arena is packed byte-exact) */
+static void add_sums(const int32_t *acc, int32_t pixels, int32_t n, int8_t *s, int32_t d)
+{
+    for (int32_t p = 0; p < pixels; p++, s += d) {
+        for (int32_t ch = 0; ch < n; ch++) {
+            int32_t v;
+            memcpy(&v, s + 4 * ch, 4);
+            v += acc[2 * ch + p];
+            memcpy(s + 4 * ch, &v, 4);
+        }
+    }
+}
+
+/* Output column `col`, rows [r0, r1): the first output pixel at o, `ors` bytes from one row to
+ * the next; requantized into int8, or with `sums` added to int32 sums (msf_conv2d_sums_column) */
+static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, int32_t ors,
+                        int sums, int32_t col, int32_t r0, int32_t r1)
 {
     const int32_t kw = l->kernel_w, cin = l->in_c, filter = l->kernel_h * kw * cin;
     const int32_t cout = l->out_c;
@@ -330,7 +346,7 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
     msf_window_columns(in, &cw, t.cols);
     /* a whole tensor holds the valid taps of one kernel row contiguously: one run per row */
     const int contiguous = in->col_stride == cin && in->col_slots >= l->in_w;
-    const int32_t rs = in->row_stride, ors = out->row_stride;
+    const int32_t rs = in->row_stride;
     t.x0 = cw.x0;
     t.runs = contiguous ? 1 : cw.x1 - cw.x0;
     t.run = contiguous ? (cw.x1 - cw.x0) * cin : cin;
@@ -343,7 +359,6 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
     /* a window spanning whole kernel rows has its taps, and its weights, in one stream */
     const int whole_rows = cw.x0 == 0 && cw.x1 == kw;
 #endif
-    int8_t *o = msf_pixel(out, r0, col);
     for (int32_t row = r0; row < r1;) {
         const msf_window_t w = msf_window(l, row, col);
         const msf_window_t w2 = msf_window(l, row + 1, col);
@@ -381,11 +396,46 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
             } else {
                 direct_one(&t, &d, count, acc);
             }
-            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
-                           o + c0, ors);
+            if (sums) {
+                add_sums(acc, 1 + pair, count, o + 4 * c0, ors);
+            } else {
+                msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq,
+                               l->narrow, o + c0, ors);
+            }
         }
         MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * cout);
         row += 1 + pair;
         o += (1 + pair) * ors;
+    }
+}
+
+void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                       int32_t col, int32_t r0, int32_t r1)
+{
+    conv_column(l, in, msf_pixel(out, r0, col), out->row_stride, 0, col, r0, r1);
+}
+
+void msf_conv2d_sums_column(const msf_layer_t *l, const msf_view_t *in, int8_t *sums,
+                            int32_t row_stride, int32_t col, int32_t r0, int32_t r1)
+{
+    conv_column(l, in, sums, row_stride, 1, col, r0, r1);
+}
+
+void msf_conv2d_sums_finish(const msf_layer_t *l, const int8_t *sums, int32_t pixels,
+                            int8_t *out)
+{
+    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
+    const int32_t cout = l->out_c;
+    int32_t acc[2 * MSF_CONV_CHUNK];
+    for (int32_t p = 0; p < pixels; p++, sums += 4 * cout, out += cout) {
+        for (int32_t c0 = 0; c0 < cout; c0 += MSF_CONV_CHUNK) {
+            const int32_t count = cout - c0 < MSF_CONV_CHUNK ? cout - c0 : MSF_CONV_CHUNK;
+            for (int32_t ch = 0; ch < count; ch++) {
+                memcpy(&acc[2 * ch], sums + 4 * (c0 + ch), 4);
+                acc[2 * ch] += l->bias ? l->bias[c0 + ch] : 0;
+            }
+            msf_requant_s8(acc, 1, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
+                           out + c0, 0);
+        }
     }
 }
