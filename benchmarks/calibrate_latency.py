@@ -84,7 +84,8 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
 def counts_of(model, plan) -> dict[str, int]:
     total: dict[str, int] = {}
     for e in plan.blocks:
-        for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows).items():
+        for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
+                                        e.detail.get("g")).items():
             total[k] = total.get(k, 0) + v
     return total
 

@@ -22,7 +22,8 @@ PLANS = {"vanilla": lambda g: solvers.vanilla(g),
 def totals(model, plan) -> dict:
     out: dict = {}
     for e in plan.blocks:
-        for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows).items():
+        for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
+                                        e.detail.get("g")).items():
             out[k] = out.get(k, 0) + v
     return out
 

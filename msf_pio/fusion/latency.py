@@ -66,11 +66,16 @@ def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols
 
 
 def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
-                tile_rows: int = 1) -> dict[str, int]:
+                tile_rows: int = 1, group: int | None = None) -> dict[str, int]:
     """Feature counts of the edge first..last (a fusion block under `scheme`, H-cache tiles of
-    `tile_rows` rows) as the C executor runs it. A line buffer's ring slides (memmoves) are not
-    a feature yet: not predicted."""
+    `tile_rows` rows, channel groups of `group` channels) as the C executor runs it. A line
+    buffer's ring slides (memmoves) are not a feature yet: not predicted."""
     layers = model.layers
+    if scheme == "channel-split":      # the tiles' MACs and outputs; every column call once
+        counts = edge_counts(model, first, last, "tiles", tile_rows)   # per group, and a
+        counts["calls"] = counts["calls"] * (layers[first].cout // group) + \
+            layers[last].out_shape[0]                                  # finish call per row
+        return counts
     counts: dict[str, int] = {"edge.count": 1}
 
     def add(c: dict) -> None:
@@ -136,8 +141,8 @@ def instructions(counts: dict[str, int], coefficients: dict[str, float]) -> floa
 
 
 def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) -> float:
-    return instructions(edge_counts(model, edge.first, edge.last, edge.scheme, edge.tile_rows),
-                        coefficients)
+    return instructions(edge_counts(model, edge.first, edge.last, edge.scheme, edge.tile_rows,
+                                    edge.detail.get("g")), coefficients)
 
 
 def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:

@@ -6,7 +6,7 @@ import numpy as np
 from ..model import ir
 from ..model.ir import Model
 from ..fusion.reuse import DETAIL as OVERLAP
-from . import h_cache, line_buffer
+from . import channel_split, h_cache, line_buffer
 from .executor import run_layer
 from .overlap import SharedRegion
 from .stream_input import StreamedInput
@@ -20,7 +20,7 @@ def ring_sizes(edge) -> dict[int, tuple[int, int]]:
 
 def run_plan(model: Model, blocks, x: np.ndarray, source=None) -> np.ndarray:
     """The network output of a plan: line-buffer blocks row by row, H-cache blocks (tiles of
-    one or more rows) column by column, through rings of the edge's sizes; single layers whole.
+    one or more rows; channel-split triples a channel group at a time) column by column, through rings of the edge's sizes; single layers whole.
     A streamed input (model.stream_input) is pulled from source(row) (default: x's rows) into
     the first edge's input ring."""
     tensors = {0: np.asarray(x) if x is not None else None}
@@ -61,6 +61,9 @@ def run_edge(model: Model, e, tensors: dict) -> None:
         rows = {t: r for t, (r, _) in rings.items()}
         tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors,
                                                        shared)
+    elif e.scheme == "channel-split":
+        tensors[e.last + 1], _ = channel_split.run_block(model, e.first, e.tile_rows,
+                                                         e.detail["g"], rings, tensors, shared)
     elif e.fused:
         tensors[e.last + 1], _ = h_cache.run_block(model, e.first, e.last, e.tile_rows,
                                                    rings, tensors, shared)
