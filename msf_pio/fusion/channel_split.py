@@ -41,10 +41,10 @@ def is_triple(model: Model, i: int) -> bool:
         not (model.stream_output and i + 3 == model.n_layers)
 
 
-def groups(model: Model, i: int) -> list[int]:
-    """Channel groups g of the triple from layer i: g divides C_exp, g < C_exp."""
+def groups(model: Model, i: int, sizes: tuple[int, ...] = GROUPS) -> list[int]:
+    """Channel groups g (of `sizes`) of the triple from layer i: g divides C_exp, g < C_exp."""
     c = model.layers[i].cout
-    return [g for g in GROUPS if c % g == 0 and g < c]
+    return [g for g in sizes if c % g == 0 and g < c]
 
 
 def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]:
@@ -60,11 +60,11 @@ def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]
             {"kind": "sums", "tensor": i + 3, "rows": t, "cols": wo, "bytes": 4 * t * wo * co}]
 
 
-def edges(model: Model) -> list[Edge]:
-    """One edge per triple, tile height and channel group."""
+def edges(model: Model, sizes: tuple[int, ...] = GROUPS) -> list[Edge]:
+    """One edge per triple, tile height and channel group (of `sizes`)."""
     out = []
     for i in range(model.n_layers):
-        if not is_triple(model, i) or not groups(model, i):
+        if not is_triple(model, i) or not groups(model, i, sizes):
             continue
         end = i + 2
         ho = model.layers[end].out_shape[0]
@@ -75,7 +75,7 @@ def edges(model: Model) -> list[Edge]:
             # the output is written when a tile's groups are all in: later than the H-cache
             # writes it, so the H-cache's shift over the input (reuse.py) holds as well
             shift = ec._output_shift(model, i, end, end, (s.row_lo[i], s.row_hi[end + 1]))
-            for g in groups(model, i):
+            for g in groups(model, i, sizes):
                 ram, detail = ec._edge_ram(model, i, end, scratch(model, i, s, g), shift)
                 out.append(Edge(i, end, ram, macs, NAME, {**detail, "g": g}, t))
     return out
