@@ -1,6 +1,6 @@
 """Cache schemes per fusion block: least RAM at every F max of the paper's Table 1, H-cache only
-and with every scheme (H-cache, tiles of several rows, line buffer), beside the paper's figures
-(issue 8).
+and with every scheme (H-cache, tiles of several rows, line buffer, channel-split triples),
+beside the paper's figures (issue 8).
 
 Exact cost model, the paper's convention: the network input (and output) live in the caller's
 buffers and are not counted, as `msf-pio solve MODEL --max-overhead F --json` reports. The paper
@@ -47,20 +47,23 @@ def compute() -> list[dict]:
                               "line_buffer_blocks": sum(e.scheme == "line-buffer"
                                                         for e in plan.blocks),
                               "tiles_blocks": sum(e.scheme == "tiles" for e in plan.blocks),
-                              "h_cache_blocks": sum(e.scheme == "h-cache" for e in plan.blocks)}
+                              "h_cache_blocks": sum(e.scheme == "h-cache" for e in plan.blocks),
+                              "channel_split_blocks": sum(e.scheme == "channel-split"
+                                                          for e in plan.blocks)}
             row["meets_target"] = row["schemes"]["peak_ram_bytes"] <= row["target_bytes"]
             rows.append(row)
     return rows
 
 
 def blocks(plan: dict) -> str:
-    """Fusion blocks per scheme: line buffer / tiles / H-cache."""
-    return f"{plan['line_buffer_blocks']}/{plan['tiles_blocks']}/{plan['h_cache_blocks']}"
+    """Fusion blocks per scheme: line buffer / tiles / H-cache / channel split."""
+    return f"{plan['line_buffer_blocks']}/{plan['tiles_blocks']}/{plan['h_cache_blocks']}/" \
+        f"{plan['channel_split_blocks']}"
 
 
 def render(rows: list[dict]) -> str:
     lines = [f"{'model':11s} {'F max':>5s} {'paper B':>8s} {'H-cache B':>10s} "
-             f"{'schemes B':>10s} {'F':>6s} {'blocks lb/t/hc':>14s} {'/paper':>7s} "
+             f"{'schemes B':>10s} {'F':>6s} {'blocks lb/t/hc/cs':>17s} {'/paper':>7s} "
              f"{'target B':>9s}  met"]
     for r in rows:
         f = "inf" if r["max_overhead"] is None else f"{r['max_overhead']:g}"
@@ -68,7 +71,7 @@ def render(rows: list[dict]) -> str:
         lines.append(
             f"{r['model']:11s} {f:>5s} {r['paper_bytes']:8d} {h['peak_ram_bytes']:10d} "
             f"{s['peak_ram_bytes']:10d} {s['overhead']:6.3f} "
-            f"{blocks(s):>14s} "
+            f"{blocks(s):>17s} "
             f"{s['peak_ram_bytes'] / r['paper_bytes']:7.3f} {r['target_bytes']:9d}  "
             f"{'yes' if r['meets_target'] else 'NO'}")
     met = sum(r["meets_target"] for r in rows)

@@ -1,18 +1,12 @@
 """How low mn2-vww5-paper's least RAM can go at F max 1.3 / 1.4 / 1.5 (issue 8's last three rows):
-a channel-split scheme costed (not implemented), and a lower bound over a wider family.
+the channel-split scheme's plans, and a lower bound over a wider family.
 
 Exact cost model, the paper's convention (network input and output in the caller's buffers).
 
-1. Channel split, costed here only (no executor, no reference): an inverted-residual triple
-   (1x1 expand -> depthwise -> 1x1 project) as H-cache tiles of t output rows whose expansion is
-   computed g channels at a time (the depthwise is per channel): per tile and group, the column
-   sweep keeps a column ring of the group's channels, and the depthwise output of those channels
-   is projected into int32 sums of the tile's output rows (t x W x C_out x 4 bytes), requantized
-   once every group is in. Its MACs are the tile schedule's (each expanded pixel is computed once
-   per tile, in one group); its arena the tile schedule's with the expansion ring g / C_exp as
-   large, plus a depthwise column of g channels and the sums. Also the whole-image variant:
-   per group, the expansion line-buffered (no recomputation) into int32 sums of the whole output.
-   Both enter the exact fusion graph as parallel edges; P1 is solved per F max.
+1. The channel split (msf_pio/fusion/channel_split.py, library/src/channel_split.c): an
+   inverted-residual triple as H-cache tiles of t output rows whose expansion is computed g
+   channels at a time into int32 sums of the tile's output. Its edges are the fusion graph's
+   own; P1 is solved per F max with and without them.
 2. The bound. The 20x20x16 tensors (6,400 B) are the crux: a plan has an edge that reads, writes
    or crosses the first of them (T6). Tensors 1-5 and 7-8 are whole > 12 kB, so that edge is a
    block from T0 or T6 to T6, T9, T12, T14 or a narrow tensor after. The bound credits such a
@@ -32,18 +26,14 @@ import numpy as np
 from cache_schemes import paper_row, target    # benchmarks/: the issue's bar per F max
 from msf_pio.fusion import exact_cost as ec
 from msf_pio.fusion import paper_table, solvers
-from msf_pio.fusion.edge import Edge
-from msf_pio.fusion.graph import FusionGraph
-from msf_pio.fusion.line_buffer import row_sweep
+from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
 
 MODEL = "mn2-vww5-paper"
 FMAX = (1.3, 1.4, 1.5, math.inf)
-GROUPS = (1, 2, 4, 8, 16, 24, 48)
 STRIPS = (1, 2, 3)
 
 
-# -- 1. channel split, costed --------------------------------------------------------------
 def triples(model):
     """First layers of the inverted-residual triples."""
     L = model.layers
@@ -51,33 +41,6 @@ def triples(model):
         if L[i].op == ir.CONV and L[i].kernel == (1, 1) and L[i + 1].op == ir.DEPTHWISE and \
                 L[i + 1].kernel_h > 1 and L[i + 2].op == ir.CONV and L[i + 2].kernel == (1, 1):
             yield i
-
-
-def split_edges(model) -> list[Edge]:
-    out = []
-    for i in triples(model):
-        end, exp = i + 2, i + 1                 # exp: the expanded tensor
-        ho, wo, cb = model.tensor_shape(end + 1)
-        groups = [g for g in GROUPS if model.layers[i].cout % g == 0 < model.layers[i].cout - g]
-        columns = ec._column_sweep(model, end, i)
-        for t in sorted({1, 2, 4, 8, ho} & set(range(1, ho + 1))):
-            s = ec.block_schedule(model, end, i, t, columns)
-            shift = ec._output_shift(model, i, end, end, (s.row_lo[i], s.row_hi[end + 1]))
-            for g in groups:
-                scratch = [{"bytes": s.ring_rows(exp) * s.ring_cols[exp] * g},
-                           {"bytes": t * g}, {"bytes": t * wo * cb * 4}]
-                ram, _ = ec._edge_ram(model, i, end, scratch, shift)
-                out.append(Edge(i, end, ram, sum(s.layer_macs[l] for l in range(i, end + 1)),
-                                "split-tiles", {"g": g}, t))
-        rows = row_sweep(model, end, i).ring_rows[exp]
-        for g in groups:                        # whole image per group: sums of all of B
-            scratch = [{"bytes": rows * model.tensor_shape(exp)[1] * g}, {"bytes": wo * g},
-                       {"bytes": 4 * model.tensor_bytes(end + 1)}]
-            ram = ec.arena_tensor_bytes(model, i) + sum(b["bytes"] for b in scratch) + \
-                sum(ec.arena_tensor_bytes(model, x) for x in ec.alive_before(model, i))
-            out.append(Edge(i, end, ram, sum(ec.layer_macs(model.layers[l])
-                                             for l in range(i, end + 1)), "split-whole", {"g": g}))
-    return out
 
 
 # -- 2. the bound ---------------------------------------------------------------------------
@@ -185,10 +148,8 @@ class Bound:
 
 def main() -> int:
     model = load_model(MODEL)
-    base = ec.edges(model)
-    graphs = {"schemes": FusionGraph(model, "exact", base, ec.unfused_macs(model)),
-              "+split": FusionGraph(model, "exact", base + split_edges(model),
-                                    ec.unfused_macs(model))}
+    graphs = {"schemes": build_graph(model, "exact", ("h-cache", "tiles", "line-buffer")),
+              "+split": build_graph(model, "exact")}
     bound = Bound(model)
     paper = paper_table.published()
     pinned = 6
