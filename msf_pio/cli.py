@@ -23,7 +23,9 @@ def _add_solve_options(p: argparse.ArgumentParser) -> None:
 def _add_schemes_option(p: argparse.ArgumentParser) -> None:
     p.add_argument("--schemes", default=None, metavar="S[,S]",
                    help="cache schemes fusion blocks may use (exact cost model): h-cache, "
-                        "tiles (H-cache tiles of several rows), line-buffer (default: all)")
+                        "tiles (H-cache tiles of several rows), line-buffer, channel-split "
+                        "(inverted-residual triples, the expansion g channels at a time) "
+                        "(default: all)")
 
 
 def _schemes(args) -> tuple[str, ...] | None:

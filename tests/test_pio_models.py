@@ -79,6 +79,26 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
         assert summary["plan"] == "p1:inf"
 
 
+def test_channel_split_plan_on_the_emulated_m7(core, tmp_path):
+    """mn2-vww5-paper's least-RAM plan at F max 1.3 (channel-split triples: issue 8's row) on
+    qemu_f767zi: the output CRC the host reference's, the painted arena the predicted one, and
+    the build log names the scheme, group and tile height of each split block."""
+    name = "mn2-vww5-paper"
+    project = make_project(tmp_path / "demo", model=name, max_overhead="1.3")
+    code, out = pio(core, project, "run", "-e", "qemu_f767zi", "-t", "upload")
+    assert code == 0, out[-3000:]
+    summary = json.loads((project / ".pio" / "build" / "qemu_f767zi" / "msf_generated" /
+                          "stamp.json").read_text())["summary"]
+    assert summary["plan"] == "p1:1.3"
+    assert any(label.startswith("channel-split g=") for _, _, label in summary["blocks"])
+    assert re.search(r"\[\d+-\d+ channel-split g=\d+ t=\d+\]", out)
+    lines = result_lines(out)
+    assert len(lines) == 1, out[-2000:]
+    _, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
+    assert status == "ok" and crc == crc_ref == reference_crc(name)
+    assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"] <= 8_880
+
+
 @pytest.mark.parametrize("name", MLPERF_TINY)
 def test_mlperf_tiny_vanilla_and_least_ram_on_the_emulated_m7(core, tmp_path, name):
     """The MLPerf Tiny models (kws: rectangular windows; ic: shortcut convs) give the reference's bytes on

@@ -20,9 +20,9 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         if hint:
             lines.append(f"nearest feasible: {hint['message']}")
         return "\n".join(lines)
-    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':11s} {'RAM B':>9s} {'MACs':>12s}"]
+    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':21s} {'RAM B':>9s} {'MACs':>12s}"]
     for e in plan.blocks:
-        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.label:11s} {e.ram:9d} {e.macs:12d}")
+        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.label:21s} {e.ram:9d} {e.macs:12d}")
     fused = sum(1 for e in plan.blocks if e.fused)
     lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
                  f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
