@@ -97,6 +97,7 @@ def test_channel_split_plan_on_the_emulated_m7(core, tmp_path):
     _, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
     assert status == "ok" and crc == crc_ref == reference_crc(name)
     assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"] <= 8_880
+    print(f"{name} p1:1.3 on qemu_f767zi: arena {arena} B, {lines[0]}")
 
 
 @pytest.mark.parametrize("name", MLPERF_TINY)
