@@ -113,6 +113,10 @@ def check_model(model):
                 assert b["cols"] == model.tensor_shape(t)[1]
                 assert b["bytes"] == b["rows"] * model.tensor_bytes(t) // model.tensor_shape(t)[0]
             continue
+        if e.scheme == "channel-split":   # the tiles' MACs and rows (buffers: test_channel_split)
+            macs, rows, _ = brute_block(model, e.first, end, e.tile_rows)
+            assert e.macs == macs and {t: b["rows"] for t, b in rings.items()} == rows
+            continue
         assert e.scheme in ("h-cache", "tiles") and (e.tile_rows == 1) == (e.scheme == "h-cache")
         macs, rows, delayed = brute_block(model, e.first, end, e.tile_rows)
         assert e.macs == macs + head
@@ -127,12 +131,25 @@ def check_model(model):
 
 def test_every_block_has_every_scheme():
     """Every fusion block of two or more spatial layers is an H-cache edge, a line-buffer edge
-    and a tiles edge per tile height (capped at the block's output height)."""
+    and a tiles edge per tile height (capped at the block's output height); an inverted-residual
+    triple also a channel-split edge per tile height and group."""
     model = load_model("mcunet-vww-5fps")
     graph = build_graph(model, "exact")
-    blocks = {}
+    blocks, split = {}, {}
     for e in graph.edges:
+        if e.scheme == "channel-split":
+            split.setdefault((e.first, e.last), set()).add((e.detail["g"], e.tile_rows))
+            continue
         blocks.setdefault((e.first, e.last), set()).add((e.scheme, e.tile_rows))
+    triples = [i for i in range(model.n_layers - 2)
+               if [l.op for l in model.layers[i:i + 3]] == [ir.CONV, ir.DEPTHWISE, ir.CONV] and
+               model.layers[i].kernel == model.layers[i + 2].kernel == (1, 1)]
+    groups = lambda i: [g for g in (8, 16, 24, 32, 48)
+                        if model.layers[i].cout % g == 0 < model.layers[i].cout - g]
+    assert set(split) == {(i, i + 2) for i in triples if groups(i)}
+    for (first, last), options in split.items():
+        height = model.layers[last].out_shape[0]
+        assert options == {(g, min(t, height)) for g in groups(first) for t in (1, *TILE_ROWS)}
     for (first, last), schemes in blocks.items():
         end = max((l for l in range(first, last + 1) if model.layers[l].op in ir.SPATIAL_OPS),
                   default=first)
