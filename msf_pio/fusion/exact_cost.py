@@ -1,9 +1,11 @@
 """The `exact` cost model: the arena bytes and MACs our generated code really uses.
 
 A fusion block is costed once per cache scheme, as parallel edges the solvers choose between:
-the H-cache below (library/src/executor.c), tiles of several rows under the H-cache, and the line
-buffer (line_buffer.py, library/src/line_buffer.c: rings of whole rows, nothing recomputed). The
-H-cache, which the C fused-block executor follows step for step:
+the H-cache below (library/src/executor.c), tiles of several rows under the H-cache, the line
+buffer (line_buffer.py, library/src/line_buffer.c: rings of whole rows, nothing recomputed) and,
+for inverted-residual triples, the channel split (channel_split.py, library/src/channel_split.c:
+tiles whose expansion runs a channel group at a time). The H-cache, which the C fused-block
+executor follows step for step:
 - A fusion block produces its output one tile at a time: a tile is t consecutive output rows of
   its last spatial layer (t = 1: msf-CNN's H-cache; t in TILE_ROWS: the `tiles` scheme). For a
   tile every tensor provides the rows its consumers read, and within the tile the block sweeps
