@@ -6,7 +6,8 @@ timing msf_model_run alone (QEMU -icount: instructions), and fits, per board, th
 instructions-per-count coefficients of latency.FEATURES by non-negative least squares on
 relative errors. Writes msf_pio/fusion/latency_profiles.json and prints the fit's residuals.
 
-Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]     (~5 min)
+Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]
+     (all five boards, 43 runs each)
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import argparse
 import json
 import sys
 import tempfile
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -36,6 +38,21 @@ MODELS = {
     "conv3-s1": ([11, 11, 8], [{"op": "conv2d", "out": 16, "kernel": 3}]),
     "conv3-s2": ([24, 24, 3], [{"op": "conv2d", "out": 16, "kernel": 3, "stride": 2}]),
     "conv3-s1-c32": ([8, 8, 32], [{"op": "conv2d", "out": 8, "kernel": 3}]),
+    # dense convolutions across input and output channels, so the window work per pixel
+    # (gathered taps, runs of taps) parts from the work per MAC: few inputs (2, 1 under a
+    # rectangular strided window clipped at the sides), many (16, 40), and a window longer than
+    # the DSP conv's gather scratch (3 x 3 x 64 > 512, taps read where they lie)
+    "conv3-16-24": ([14, 14, 16], [{"op": "conv2d", "out": 24, "kernel": 3}]),
+    "conv3-40-48-s2": ([12, 12, 40], [{"op": "conv2d", "out": 48, "kernel": 3, "stride": 2}]),
+    "conv3-c64": ([7, 7, 64], [{"op": "conv2d", "out": 40, "kernel": 3}]),
+    "conv3-c2": ([14, 14, 2], [{"op": "conv2d", "out": 24, "kernel": 3}]),
+    "conv8x3-s2-c1": ([29, 12, 1], [{"op": "conv2d", "out": 32, "kernel": [8, 3],
+                                      "stride": 2}]),
+    # pointwise layers over many input channels (a lone last row) and to many outputs, so
+    # the per-pixel gather of the input channels parts from the work per MAC
+    "pw64-24-odd": ([7, 7, 64], [{"op": "pointwise", "out": 24}]),
+    "pw24-120": ([6, 6, 24], [{"op": "pointwise", "out": 120}]),
+    "pw96-96": ([5, 5, 96], [{"op": "pointwise", "out": 96}]),
     "dw3-s1": ([12, 12, 32], [{"op": "depthwise_conv2d", "kernel": 3}]),
     "dw3-s2": ([16, 16, 32], [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),
     "dw5-s1": ([10, 10, 24], [{"op": "depthwise_conv2d", "kernel": 5}]),
@@ -43,6 +60,7 @@ MODELS = {
     "add": ([12, 12, 16], [{"op": "pointwise", "out": 16}, {"op": "add", "from": "input"}]),
     "maxpool": ([12, 12, 16], [{"op": "max_pool", "kernel": 2}]),
     "avgpool": ([12, 12, 16], [{"op": "avg_pool", "kernel": 3, "stride": 2, "padding": "same"}]),
+    "avgpool-wide": ([10, 6, 32], [{"op": "avg_pool", "kernel": [10, 6]}]),   # one long window
     "gap-dense": ([6, 6, 32], [{"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
     "dense": ([1, 1, 256], [{"op": "dense", "out": 64}]),
     # dense alone: long and short rows, so its per-MAC and per-output costs part (MLPerf
@@ -52,6 +70,13 @@ MODELS = {
     "ir-s1": ([12, 12, 8], [{**IR, "out": 8, "expand": 3, "kernel": 3, "stride": 1}]),
     "ir-s2": ([16, 16, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
                             {**IR, "out": 16, "expand": 3, "kernel": 5, "stride": 1}]),
+    # fused dense convolutions (column rings of 8 and 16 channels), and a stem, depthwise and
+    # pointwise that p1:1.3 streams through a line buffer (lone pixels over 32 channels)
+    "conv-conv": ([12, 12, 8], [{"op": "conv2d", "out": 16, "kernel": 3},
+                                {"op": "conv2d", "out": 16, "kernel": 3}]),
+    "conv-dw-pw": ([13, 6, 4], [{"op": "conv2d", "out": 32, "kernel": 3, "stride": 2},
+                                {"op": "depthwise_conv2d", "kernel": 3},
+                                {"op": "pointwise", "out": 32}]),
     "ir-head": ([10, 10, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
                               {"op": "pointwise", "out": 32}, {"op": "global_avgpool"},
                               {"op": "dense", "out": 10}]),
@@ -81,11 +106,11 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
     return x
 
 
-def counts_of(model, plan) -> dict[str, int]:
+def counts_of(model, plan, dsp: bool) -> dict[str, int]:
     total: dict[str, int] = {}
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
-                                        e.detail.get("g")).items():
+                                        dsp, e.detail.get("g")).items():
             total[k] = total.get(k, 0) + v
     return total
 
@@ -96,6 +121,7 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
     boards = args.boards.split(",")
+    started = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         core = str(tmp / "core")
@@ -113,8 +139,8 @@ def main(argv=None) -> int:
                                      float(opts.get("max_overhead", "inf")))
                 if label != "vanilla" and not any(e.fused for e in plan.blocks):
                     continue
-                jobs += [(name, label, str(path), opts, counts_of(model, plan), b)
-                         for b in boards]
+                jobs += [(name, label, str(path), opts,
+                          counts_of(model, plan, latency.has_dsp(b)), b) for b in boards]
 
         def one(job):
             name, label, path, opts, counts, board = job
@@ -138,14 +164,14 @@ def main(argv=None) -> int:
         print(f"\n{board}: {len(rows)} runs, worst relative error "
               f"{np.max(np.abs(pred / y - 1)):.3f}")
         for (job, measured), p in zip(rows, pred):
-            print(f"  {job[0]:<12} {job[1]:<8} measured {measured:>10} predicted {p:>12.0f} "
+            print(f"  {job[0]:<16} {job[1]:<8} measured {measured:>10} predicted {p:>12.0f} "
                   f"{p / measured - 1:+.3f}")
         out[board] = {"coefficients": {k: round(float(v), 4) for k, v in
                                        zip(latency.FEATURES, coef)},
                       "runs": len(rows), "worst_relative_error": round(float(
                           np.max(np.abs(pred / y - 1))), 4)}
     latency.PROFILES.write_text(json.dumps(out, indent=2, sort_keys=True) + "\n")
-    print(f"\nwrote {latency.PROFILES}")
+    print(f"\nwrote {latency.PROFILES} ({time.monotonic() - started:.0f} s)")
     return 0
 
 

@@ -153,7 +153,7 @@ def test_latency_counts_the_groups(mn2):
     model, graph, _, _ = mn2
     e = next(e for e in graph.edges if e.scheme == "channel-split" and e.tile_rows > 1)
     tiles = latency.edge_counts(model, e.first, e.last, "tiles", e.tile_rows)
-    split = latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, e.detail["g"])
+    split = latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, group=e.detail["g"])
     n = model.layers[e.first].cout // e.detail["g"]
     assert split["calls"] == tiles["calls"] * n + model.layers[e.last].out_shape[0]
     assert {k: v for k, v in split.items() if k != "calls"} == \

@@ -23,7 +23,7 @@ def totals(model, plan) -> dict:
     out: dict = {}
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
-                                        e.detail.get("g")).items():
+                                        group=e.detail.get("g")).items():
             out[k] = out.get(k, 0) + v
     return out
 
@@ -94,3 +94,53 @@ def test_monitor_shows_predicted_against_measured():
     assert "cycles 1100 vs predicted 1000 (+10.0%)" in monitor.verdict_line(record, plan)
     assert "cycles pred" in monitor.render_report([record], plan)
     assert "cycles pred" not in monitor.render_report([record], None)
+
+
+def _window_pixels(layer):
+    """Every output pixel's valid kernel rows and columns, as msf_window (window.h) finds them."""
+    kh, kw = layer.kernel
+    sh, sw = layer.stride
+    ih, iw = layer.in_shape[:2]
+    oh, ow = layer.out_shape[:2]
+    for r in range(oh):
+        top = r * sh - layer.pad_top
+        y0, y1 = max(0, -top), min(kh, ih - top)
+        for c in range(ow):
+            left = c * sw - layer.pad_left
+            yield y0, y1, max(0, -left), min(kw, iw - left)
+
+
+@pytest.mark.parametrize("shape, conv", [
+    ([49, 10, 1], {"out": 8, "kernel": [10, 4], "stride": 2}),     # MLPerf Tiny's KWS stem
+    ([9, 7, 64], {"out": 6, "kernel": 3}),                 # 3 x 3 x 64 > the gather scratch
+    ([11, 8, 3], {"out": 5, "kernel": [3, 5], "stride": [2, 1], "padding": "valid"}),
+    ([6, 6, 2], {"out": 3, "kernel": 1}),                  # too few channels to gather
+])
+def test_window_work_is_the_kernels_pixel_split(tmp_path, shape, conv):
+    """A single dense convolution's gathered taps and in-place runs, against the pixels counted
+    one by one as conv2d_s8.c treats them (gathered on a DSP core when the window spans whole
+    kernel rows and holds 4..512 elements; else a run per valid kernel row of the whole input,
+    or one run per pixel for a pointwise)."""
+    path = tmp_path / "m.yaml"
+    path.write_text(json.dumps({"name": "m", "input": {"shape": shape}, "weights": {"random": 1},
+                                "layers": [{"op": "conv2d", **conv}]}))
+    model = load_model(str(path))
+    layer = model.layers[0]
+    cls = latency.kernel_class(layer)
+    for dsp in (False, True):
+        taps = runs = 0
+        for y0, y1, x0, x1 in _window_pixels(layer):
+            n = (y1 - y0) * (x1 - x0) * layer.cin
+            if dsp and x0 == 0 and x1 == layer.kernel_w and 4 <= n <= latency.GATHER:
+                taps += n
+            else:
+                runs += (y1 - y0) * layer.cout
+        counts = latency.edge_counts(model, 0, 0, dsp=dsp)
+        assert counts[f"{cls}.taps"] == taps, dsp
+        if cls == "conv":                 # a pointwise pixel's one run: priced per output
+            assert counts["conv.runs"] == runs, dsp
+
+
+def test_boards_with_dsp_are_the_cortex_m4_and_m7():
+    assert [b for b in latency.boards() if latency.profile(b).dsp] == ["qemu_f412zg",
+                                                                       "qemu_f767zi"]
