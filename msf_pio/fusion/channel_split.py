@@ -14,8 +14,12 @@ channel_split.py) follow this order; this module sizes their buffers.
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
+import numpy as np
+
 from ..model import ir
-from ..model.ir import Model
+from ..model.ir import Model, Weights
 from . import exact_cost as ec
 from .edge import Edge
 
@@ -45,6 +49,23 @@ def groups(model: Model, i: int, sizes: tuple[int, ...] = GROUPS) -> list[int]:
     """Channel groups g (of `sizes`) of the triple from layer i: g divides C_exp, g < C_exp."""
     c = model.layers[i].cout
     return [g for g in sizes if c % g == 0 and g < c]
+
+
+def group_model(model: Model, i: int, c: int, g: int, project: bool = False) -> Model:
+    """The model with the expand (layer i) and the depthwise cut to expanded channels c..c+g,
+    as one group of the split runs them (their weights too, where the model has them); with
+    `project`, the project's input channels too (shapes only: its weights stay whole)."""
+    part = lambda w, axis: None if w is None else Weights(
+        np.take(w.w, range(c, c + g), axis=axis), w.bias[c:c + g], np.asarray(w.scales)[c:c + g])
+    e, d, p = model.layers[i:i + 3]
+    narrow = lambda s: (*s[:2], g)
+    layers = list(model.layers)
+    layers[i] = replace(e, out_shape=narrow(e.out_shape), weights=part(e.weights, 0))
+    layers[i + 1] = replace(d, in_shape=narrow(d.in_shape), out_shape=narrow(d.out_shape),
+                            weights=part(d.weights, 3))
+    if project:
+        layers[i + 2] = replace(p, in_shape=narrow(p.in_shape))
+    return model.with_layers(layers)
 
 
 def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]:

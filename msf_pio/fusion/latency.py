@@ -31,6 +31,7 @@ import numpy as np
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
+from . import channel_split
 from .edge import Edge
 from .exact_cost import _column_sweep as column_sweep
 from .exact_cost import _col_taps, _row_taps, block_schedule, layer_macs
@@ -113,10 +114,12 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
     with (`dsp`) or without the kernels' SIMD paths. A line buffer's ring slides (memmoves)
     are not a feature yet: not predicted."""
     layers = model.layers
-    if scheme == "channel-split":      # the tiles' MACs and outputs; every column call once
-        counts = edge_counts(model, first, last, "tiles", tile_rows, dsp)   # per group, and a
-        counts["calls"] = counts["calls"] * (layers[first].cout // group) + \
-            layers[last].out_shape[0]                                  # finish call per row
+    if scheme == "channel-split":     # channel_split.c: per group, the tiles' schedule of the
+        sub = channel_split.group_model(model, first, 0, group, project=True)   # group's layers
+        n = layers[first].cout // group   # (the project's outputs added into int32 sums)
+        counts = {k: v * n for k, v in edge_counts(sub, first, last, "tiles", tile_rows,
+                                                   dsp).items()}
+        counts["edge.count"] = 1
         return counts
     counts: dict[str, int] = {"edge.count": 1}
 

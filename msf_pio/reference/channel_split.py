@@ -11,29 +11,16 @@ a pixel they do not hold raises RingError, so a run checks the cost model's buff
 """
 from __future__ import annotations
 
-from dataclasses import replace
 from fractions import Fraction
 
 import numpy as np
 
 from .. import numerics as nm
-from ..model.ir import Model, Weights
+from ..fusion.channel_split import group_model
+from ..model.ir import Model
 from .h_cache import _ColumnRing, tile_rows_needed
 from .overlap import SharedRegion
 from .regions import input_span, run_region
-
-
-def _group_model(model: Model, i: int, c: int, g: int) -> Model:
-    """The model with the expand (layer i) and the depthwise cut to expanded channels c..c+g."""
-    part = lambda w, axis: Weights(np.take(w.w, range(c, c + g), axis=axis),
-                                   w.bias[c:c + g], np.asarray(w.scales)[c:c + g])
-    e, d = model.layers[i], model.layers[i + 1]
-    narrow = lambda s: (*s[:2], g)
-    layers = list(model.layers)
-    layers[i] = replace(e, out_shape=narrow(e.out_shape), weights=part(e.weights, 0))
-    layers[i + 1] = replace(d, in_shape=narrow(d.in_shape), out_shape=narrow(d.out_shape),
-                            weights=part(d.weights, 3))
-    return model.with_layers(layers)
 
 
 def run_block(model: Model, first: int, tile_rows: int, g: int,
@@ -51,7 +38,7 @@ def run_block(model: Model, first: int, tile_rows: int, g: int,
     out = np.zeros(p.out_shape, dtype=np.int8)
     computed: dict[tuple[int, int, int], Fraction] = {}
     part = Fraction(g, model.layers[i].cout)
-    groups = [(c, _group_model(model, i, c, g)) for c in range(0, model.layers[i].cout, g)]
+    groups = [(c, group_model(model, i, c, g)) for c in range(0, model.layers[i].cout, g)]
 
     def count(l: int, rows: tuple[int, int], x: int) -> None:
         for r in range(rows[0], rows[1] + 1):
