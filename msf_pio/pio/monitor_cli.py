@@ -81,7 +81,11 @@ def _open_log(path: str) -> _Source:
 
 
 def _open_port(port: str, baud: int) -> _Source:
-    import serial
+    try:        # only --port needs it; --log and --command work without it
+        import serial
+    except ImportError:
+        raise MsfError("--port needs pyserial (pip install pyserial); --log and --command "
+                       "do not", source=port) from None
     try:
         ser = serial.serial_for_url(port, baudrate=baud, timeout=0.1)
     except (OSError, ValueError) as exc:
