@@ -67,29 +67,6 @@ layers:
 
 
 @pytest.mark.parametrize("layer,where,words", [
-    ("{op: conv2d, out: 4, kernel: [3]}", "layers[1].kernel", "[rows, columns]"),
-    ("{op: conv2d, out: 4, kernel: [3, 1, 1]}", "layers[1].kernel", "[rows, columns]"),
-    ("{op: conv2d, out: 4, kernel: [0, 3]}", "layers[1].kernel", "integer >= 1"),
-    ("{op: conv2d, out: 4, kernel: [3, true]}", "layers[1].kernel", "integer >= 1"),
-    ("{op: conv2d, out: 4, kernel: 3, stride: [1, x]}", "layers[1].stride", "[rows, columns]"),
-    ("{op: max_pool, kernel: 2, stride: 2.5}", "layers[1].stride", "integer >= 1"),
-    ("{op: conv2d, out: 4, kernel: [3, 1], padding: 1}", "layers[1].padding", "[0, kernel)"),
-    ("{op: conv2d, out: 4, kernel: [5, 1], padding: valid}", "layers[1].kernel",
-     "kernel 5x1 does not fit the 4x4 input"),
-    ("{op: inverted_residual, out: 3, kernel: [3, 0]}", "layers[1].kernel", "integer >= 1"),
-])
-def test_window_errors_name_file_layer_and_field(tmp_path, layer, where, words):
-    path = write(tmp_path, f"""
-input: {{shape: [8, 8, 3]}}
-layers:
-  - {{op: conv2d, out: 4, kernel: 3, stride: 2}}
-  - {layer}
-""")
-    msg = error_of(path)
-    assert str(path) in msg and where in msg and words in msg and "\n" not in msg
-
-
-@pytest.mark.parametrize("layer,where,words", [
     ("{op: conv3d, out: 4}", "layers[1].op", "unknown op 'conv3d'"),
     ("{op: conv2d, out: 4}", "layers[1].kernel", "is required"),
     ("{op: conv2d, out: -4, kernel: 3}", "layers[1].out", "integer >= 1"),
@@ -108,6 +85,17 @@ layers:
     ("{op: leaky_relu, alpha: fast}", "layers[1].alpha", "finite number"),
     ("{op: softmax, beta: 0}", "layers[1].beta", "finite number > 0"),
     ("{op: hard_swish, act: relu}", "layers[1].act", "unknown field"),
+    # windows: a kernel and a stride are an integer or [rows, columns]
+    ("{op: conv2d, out: 4, kernel: [3]}", "layers[1].kernel", "[rows, columns]"),
+    ("{op: conv2d, out: 4, kernel: [3, 1, 1]}", "layers[1].kernel", "[rows, columns]"),
+    ("{op: conv2d, out: 4, kernel: [0, 3]}", "layers[1].kernel", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: [3, true]}", "layers[1].kernel", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: 3, stride: [1, x]}", "layers[1].stride", "[rows, columns]"),
+    ("{op: max_pool, kernel: 2, stride: 2.5}", "layers[1].stride", "integer >= 1"),
+    ("{op: conv2d, out: 4, kernel: [3, 1], padding: 1}", "layers[1].padding", "[0, kernel)"),
+    ("{op: conv2d, out: 4, kernel: [5, 1], padding: valid}", "layers[1].kernel",
+     "kernel 5x1 does not fit the 4x4 input"),
+    ("{op: inverted_residual, out: 3, kernel: [3, 0]}", "layers[1].kernel", "integer >= 1"),
 ])
 def test_layer_errors_name_file_layer_and_field(tmp_path, layer, where, words):
     path = write(tmp_path, f"""
@@ -117,7 +105,7 @@ layers:
   - {layer}
 """)
     msg = error_of(path)
-    assert str(path) in msg and where in msg and words in msg
+    assert str(path) in msg and where in msg and words in msg and "\n" not in msg
 
 
 @pytest.mark.parametrize("text,words", [

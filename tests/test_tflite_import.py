@@ -56,6 +56,19 @@ def c_outputs(model, inputs):
     return outputs
 
 
+def assert_tflm_bytes(path, model, inputs, in_c=True):
+    """The reference (and with `in_c` the generated C under the vanilla and the least-RAM
+    plans) give TFLite Micro's bytes for the file at `path` on every input; returns TFLM's."""
+    expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
+    for x, ref in zip(inputs, expected):
+        assert np.array_equal(run_model(model, x).reshape(-1), ref)
+    if in_c:
+        for label, outs in c_outputs(model, inputs).items():
+            for out, ref in zip(outs, expected):
+                assert np.array_equal(out, ref), label
+    return expected
+
+
 # -- zoo models, exported and imported back -------------------------------------------------------
 @pytest.mark.parametrize("name,requantize", [("tiny", False), ("tiny", True),
                                              ("mcunet-vww-5fps", False),
@@ -89,10 +102,7 @@ def test_reshape_of_a_map_before_fully_connected_keeps_hwc_order(tmp_path):
     model = load_model(str(path))
     assert_same_quantized_model(original, model)
     assert model.layers[-1].in_shape == (3, 2, 4)
-    for seed in range(3):
-        x = random_input(model, seed)
-        assert np.array_equal(run_model(model, x).reshape(-1),
-                              tflm_run(path.read_bytes(), x).reshape(-1))
+    assert_tflm_bytes(path, model, [random_input(model, seed) for seed in range(3)], in_c=False)
 
 
 @pytest.mark.parametrize("case", ["prelu", "prelu_pixel", "prelu_logits"])
@@ -105,10 +115,7 @@ def test_prelu_round_trip_keeps_the_slopes_and_gives_tflm_bytes(case, tmp_path):
     model = load_model(str(path))
     assert_same_quantized_model(original, model)
     assert model.layers[-1].weights.zero_point == original.layers[-1].weights.zero_point != 0
-    for seed in range(3):
-        x = random_input(model, seed)
-        assert np.array_equal(run_model(model, x).reshape(-1),
-                              tflm_run(path.read_bytes(), x).reshape(-1))
+    assert_tflm_bytes(path, model, [random_input(model, seed) for seed in range(3)], in_c=False)
 
 
 # -- a file our exporter did not write ------------------------------------------------------------
@@ -156,14 +163,9 @@ def test_rectangular_windows_match_tflm(seed, tmp_path):
         ("conv2d", (2, 3), (1, 2), (0, 0, 0, 0), (6, 2, 6)),
         ("max_pool", (3, 2), (2, 1), (0, 0, 0, 0), (2, 1, 6)),
         ("avg_pool", (1, 2), (1, 1), (0, 0, 0, 1), (2, 1, 6))]
-    inputs = [random_input(model, 10 * seed + s) for s in range(3)]
-    expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
+    expected = assert_tflm_bytes(path, model, [random_input(model, 10 * seed + s)
+                                               for s in range(3)])
     assert len({tuple(e) for e in expected}) > 1
-    for x, ref in zip(inputs, expected):
-        assert np.array_equal(run_model(model, x).reshape(-1), ref)
-    for label, outs in c_outputs(model, inputs).items():
-        for out, ref in zip(outs, expected):
-            assert np.array_equal(out, ref), label
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
@@ -179,14 +181,9 @@ def test_activations_softmax_and_pad_before_same_match_tflm(seed, tmp_path):
     assert model.layers[0].pad == (2, 2, 2, 2) and model.layers[0].out_shape == (6, 6, 6)
     assert model.layers[3].alpha == float(np.float32(0.15))
     assert model.layers[8].beta == float(np.float32(0.8))
-    inputs = [random_input(model, 10 * seed + s) for s in range(3)]
-    expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
+    expected = assert_tflm_bytes(path, model, [random_input(model, 10 * seed + s)
+                                               for s in range(3)])
     assert len({tuple(e) for e in expected}) > 1
-    for x, ref in zip(inputs, expected):
-        assert np.array_equal(run_model(model, x).reshape(-1), ref)
-    for label, outs in c_outputs(model, inputs).items():
-        for out, ref in zip(outs, expected):
-            assert np.array_equal(out, ref), label
 
 
 # -- errors ---------------------------------------------------------------------------------------
@@ -342,12 +339,7 @@ def test_branch_and_concat_give_tflm_bytes(tmp_path):
         path = _small_file(tmp_path, name, None, tail)
         model = load_model(str(path))
         assert [(l.op, model.inputs(i)) for i, l in enumerate(model.layers)] == ops
-        inputs = [seeded_input(model, s) for s in (0, 1)]
-        expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
-        for x, ref in zip(inputs, expected):
-            assert np.array_equal(run_model(model, x).reshape(-1), ref)
-        for label, outs in c_outputs(model, inputs).items():
-            assert all(np.array_equal(o, r) for o, r in zip(outs, expected)), label
+        assert_tflm_bytes(path, model, [seeded_input(model, s) for s in (0, 1)])
 
 
 def test_pad_with_the_zero_point_before_a_max_pool_after_relu_folds(tmp_path):
@@ -357,10 +349,7 @@ def test_pad_with_the_zero_point_before_a_max_pool_after_relu_folds(tmp_path):
     model = load_model(str(path))
     assert [(l.op, l.pad, l.out_shape) for l in model.layers] == [
         ("conv2d", (1, 1, 1, 1), (8, 8, 4)), ("max_pool", (1, 0, 0, 1), (4, 4, 4))]
-    for seed in range(3):
-        x = random_input(model, seed)
-        assert np.array_equal(run_model(model, x).reshape(-1),
-                              tflm_run(path.read_bytes(), x).reshape(-1))
+    assert_tflm_bytes(path, model, [random_input(model, seed) for seed in range(3)], in_c=False)
 
 
 def test_the_plain_stem_imports(tmp_path):
