@@ -99,7 +99,8 @@ class Plan:
                 "predicted_us": None if self.predicted_us is None else round(self.predicted_us)}
                if self.board else {}),
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
-                        **({"tile_rows": e.tile_rows} if e.scheme in ("tiles", "channel-split") else {}),
+                        **({"tile_rows": e.tile_rows}
+                           if e.scheme in ("tiles", "channel-split") else {}),
                         "ram_bytes": e.ram, "macs": e.macs,
                         **{k: v for k, v in e.detail.items() if isinstance(v, (int, bool))}}
                        for e in self.blocks],

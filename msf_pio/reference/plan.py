@@ -20,7 +20,8 @@ def ring_sizes(edge) -> dict[int, tuple[int, int]]:
 
 def run_plan(model: Model, blocks, x: np.ndarray, source=None) -> np.ndarray:
     """The network output of a plan: line-buffer blocks row by row, H-cache blocks (tiles of
-    one or more rows; channel-split triples a channel group at a time) column by column, through rings of the edge's sizes; single layers whole.
+    one or more rows; channel-split triples a channel group at a time) column by column,
+    through rings of the edge's sizes; single layers whole.
     A streamed input (model.stream_input) is pulled from source(row) (default: x's rows) into
     the first edge's input ring."""
     tensors = {0: np.asarray(x) if x is not None else None}
