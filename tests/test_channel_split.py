@@ -25,7 +25,7 @@ from msf_pio.reference.regions import RingError
 from msf_pio.verify import quantized_model, seeded_input
 from tests.cross import CROSS
 from tests.host_checks import check_plan_in_c
-from tests.test_exact_cost import pixel_macs
+from tests.test_exact_cost import assert_layer_pixels, pixel_macs
 
 ISSUE_8_ROW = 8_880          # mn2-vww5-paper at F max 1.3: half the paper's 17,760 B
 SMALL_GROUPS = (1, 2, 3, 4, 8)
@@ -48,6 +48,7 @@ def check_edge(model, e, tensors):
     assert np.array_equal(out, tensors[e.last + 1])
     assert e.macs == sum(n * pixel_macs(model.layers[l], r, c)
                          for (l, r, c), n in computed.items())
+    assert_layer_pixels(model, e, computed)
     for t, (rows, cols) in rings.items():
         for smaller in ((rows - 1, cols), (rows, cols - 1))[rows == 1:][:1 if cols == 1 else 2]:
             with pytest.raises(RingError):

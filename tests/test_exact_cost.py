@@ -2,6 +2,7 @@
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from msf_pio.fusion import exact_cost as ec
 from msf_pio.fusion.exact_cost import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
@@ -18,6 +19,16 @@ def valid_rows(layer, out_row):
 def valid_cols(layer, out_col):
     start = out_col * layer.stride_w - layer.pad_left
     return {c for c in range(start, start + layer.kernel_w) if 0 <= c < layer.in_shape[1]}
+
+
+def assert_layer_pixels(model, e, computed):
+    """The cost model's pixels per layer of edge e (what benchmarks weigh time by) equal what
+    the reference computed: computed maps (layer, row, column) -> times (or channel parts)."""
+    end = max(l for l, _, _ in computed)
+    counted = {l: 1 for l in range(end + 1, e.last + 1)}     # a head layer runs once, 1x1
+    for (l, _, _), n in computed.items():
+        counted[l] = counted.get(l, 0) + n
+    assert ec.edge_layer_pixels(model, e) == counted
 
 
 def pixel_macs(layer, row, col):

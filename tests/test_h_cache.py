@@ -17,7 +17,7 @@ from msf_pio.reference.plan import ring_sizes, run_plan, shared_region
 from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
-from tests.test_exact_cost import pixel_macs
+from tests.test_exact_cost import assert_layer_pixels, pixel_macs
 
 
 def check_blocks(model, x):
@@ -38,6 +38,7 @@ def check_blocks(model, x):
         spatial = sum(n * pixel_macs(model.layers[l], r, c) for (l, r, c), n in computed.items())
         head = sum(pixel_macs(model.layers[l], 0, 0) for l in range(end + 1, e.last + 1))
         assert e.macs == spatial + head
+        assert_layer_pixels(model, e, computed)
         for t, (rows, cols) in rings.items():
             if rows == 0:                # a depthwise output over its input's ring
                 continue

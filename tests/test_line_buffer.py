@@ -17,7 +17,7 @@ from msf_pio.reference.plan import run_plan, shared_region
 from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs
-from tests.test_exact_cost import pixel_macs
+from tests.test_exact_cost import assert_layer_pixels, pixel_macs
 
 
 def rings_of(edge):
@@ -41,6 +41,8 @@ def check_blocks(model, x):
         rings = rings_of(e)
         out, rows = run_block(model, e.first, e.last, rings, tensors, shared_region(model, e))
         assert np.array_equal(out, tensors[e.last + 1])
+        assert_layer_pixels(model, e, {(l, 0, 0): n * model.layers[l].out_shape[1]
+                                       for l, n in rows.items()})
         shift = e.detail.get(OVERLAP)
         tail = model.layers[e.last]
         whole = all(n == model.layers[l].out_shape[0] for l, n in rows.items())

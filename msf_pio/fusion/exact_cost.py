@@ -383,6 +383,33 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
     return out
 
 
+def edge_layer_pixels(model: Model, e: Edge) -> dict[int, int]:
+    """Layer -> output pixels (all channels) the edge e computes, recomputation included: the
+    rows its scheme's schedule runs of each layer (the line buffer: full width; H-cache tiles:
+    the columns the sweep produces); a head layer once. Over the unfused pixels it is each
+    layer's recompute factor (benchmarks set time against it)."""
+    from .line_buffer import row_sweep
+    layers = model.layers
+    pixels = {l: layers[l].out_shape[0] * layers[l].out_shape[1]
+              for l in range(e.first, e.last + 1)}
+    end = e.last
+    while end > e.first and layers[end].op in ir.HEAD_OPS:
+        end -= 1
+    if end == e.first:                        # one spatial layer (and a head): every row once
+        return pixels
+    if e.scheme == "line-buffer":
+        rows = row_sweep(model, end, e.first).rows
+        cols = {l: layers[l].out_shape[1] for l in rows}
+    else:                     # H-cache tiles; a channel split runs the same tiles per group
+        sweep = _column_sweep(model, end, e.first)
+        s = block_schedule(model, end, e.first, e.tile_rows, sweep)
+        rows = {l: int((s.row_hi[l + 1] - s.row_lo[l + 1]).sum()) for l in range(e.first, end + 1)}
+        cols = {l: sweep[1][l + 1] + 1 for l in rows}
+    for l in range(e.first, end + 1):
+        pixels[l] = rows[l] * cols[l]
+    return pixels
+
+
 def _output_shift(model: Model, first: int, last: int, end: int,
                   steps: tuple[np.ndarray, np.ndarray]) -> int | None:
     """The largest shift of the block's output after its input (reuse.py), None if they cannot
