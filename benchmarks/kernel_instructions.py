@@ -7,10 +7,18 @@ times msf_model_run alone; the demo's timed region also CRCs the output); QEMU c
 instructions (-icount), so the result line's `cycles=` is the instructions msf_model_run executed. instr/MAC = cycles / the layer's nominal MACs (every kernel
 tap, padding included, as CMSIS-NN's figures count). The CMSIS-NN column is the issue's figure
 (Cortex-M7, -Ofast, same QEMU counting). Networks: instructions / executed MACs, and the fused
-plans' instruction ratio to vanilla beside their predicted F (the MAC ratio).
+plans' instruction ratio to vanilla beside their predicted F (the MAC ratio) and their layer-mix
+ratio: firmware built with -DMSF_PROFILE_EDGES times every edge; the vanilla plan's edges give
+each layer's instructions per output pixel, and a fused plan's edges priced at those (the pixels
+its schedule computes, exact_cost.edge_layer_pixels) give what it would take if fusion added
+nothing but the recomputed pixels. A MAC ratio F weighs every layer's MACs alike; the mix ratio
+weighs them by what they cost, so ratio / mix is fused execution's own overhead (per-call set-up,
+bookkeeping, ring moves) and mix / F the layer mix (recomputation falling on layers that cost
+more or less per MAC than the network's average). --blocks prints it per edge.
 
 Run: python benchmarks/kernel_instructions.py [--boards qemu_f767zi,...] [--shapes-only]
-     [--networks-only] [--models a,b]                 (~1 min per board for the shapes)
+     [--networks-only] [--models a,b] [--plans p1:1.3] [--blocks]
+                                                      (~1 min per board for the shapes)
 """
 from __future__ import annotations
 
@@ -26,8 +34,9 @@ import yaml
 # the msf_pio (and so the library/) of this checkout, not an installed copy of another one
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from msf_pio.fusion import latency  # noqa: E402
+from msf_pio.fusion import exact_cost, latency  # noqa: E402
 from msf_pio.fusion.planner import plan_model  # noqa: E402
+from msf_pio.model import load_model  # noqa: E402
 from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.pio.project import make_project, pio, result_lines  # noqa: E402
 
@@ -50,6 +59,7 @@ PLANS = (("vanilla", {"objective": "vanilla"}), ("p1:1.3", {"max_overhead": "1.3
          ("p1:inf", {}))
 FIRMWARE = Path(__file__).resolve().parent / "firmware" / "main.c"   # times msf_model_run only
 FIELD = re.compile(r"(\w+)=(\S+)")
+EDGE = re.compile(r"^MSF edge=(\d+) cycles=(\d+)$", re.M)     # -DMSF_PROFILE_EDGES builds
 
 
 def nominal_macs(shape, layer) -> int:
@@ -73,16 +83,19 @@ def run(core, project: Path, board: str):
     fields = dict(FIELD.findall(lines[0]))
     if fields.get("status") != "ok" or fields.get("crc") != fields.get("crc_ref"):
         return None, lines[0]
+    fields["edges"] = [int(c) for _, c in sorted((int(k), c) for k, c in EDGE.findall(out))]
     return fields, None
 
 
-def project_for(tmp: Path, tag: str, board: str, **options) -> Path:
+def project_for(tmp: Path, tag: str, board: str, profile: bool = False, **options) -> Path:
+    """profile: the firmware also times every edge (about 40 instructions per edge)."""
     project = make_project(tmp / f"{tag}-{board}", ram_limit="inf", output="buffer", **options)
     (project / "src" / "main.c").write_text(FIRMWARE.read_text())
     ini = project / "platformio.ini"
     # the dense layer's 1.28 MB of weights do not fit the 1 MB flash of the F412 stand-in;
     # the emulated memory does, so the benchmark lifts the flash limit (RAM stays the part's)
-    ini.write_text(ini.read_text() + "\n[env]\nboard_upload.maximum_size = 4194304\n")
+    ini.write_text(ini.read_text() + "\n[env]\nboard_upload.maximum_size = 4194304\n" +
+                   ("build_flags = -DMSF_PROFILE_EDGES\n" if profile else ""))
     return project
 
 
@@ -121,46 +134,88 @@ def shapes_table(core, tmp: Path, boards, jobs: int) -> None:
         print(f"| {name} | {macs:,} | {' | '.join(cells)} | {cmsis} | {ratio} |", flush=True)
 
 
-def predicted(name: str, label: str, board: str) -> int | None:
-    """The latency cost model's instructions for the plan the build solves (None: the board
-    has no calibrated profile)."""
-    if board not in latency.boards():
-        return None
+def solved(model, label: str, board: str):
+    """The plan the build solves for `label` on `board`."""
     opts = dict(PLANS)[label]
-    plan, _ = plan_model(name, opts.get("objective", "min_ram"),
+    plan, _ = plan_model(model, opts.get("objective", "min_ram"),
                          float(opts.get("max_overhead", "inf")), board=board)
-    return plan.predicted_instructions
+    return plan
 
 
-def networks_table(core, tmp: Path, boards, models, jobs: int, plans=PLANS) -> None:
+def layer_costs(model, vanilla, edge_cycles) -> dict[int, float]:
+    """Layer -> instructions per output pixel in the vanilla plan, from its edges' measured
+    instructions (an edge of several layers, e.g. pooling + dense, split by MACs)."""
+    cost = {}
+    for e, cycles in zip(vanilla.blocks, edge_cycles):
+        ls = range(e.first, e.last + 1)
+        macs = [exact_cost.layer_macs(model.layers[l]) for l in ls]
+        pixels = exact_cost.edge_layer_pixels(model, e)
+        for l, m in zip(ls, macs):
+            share = m / sum(macs) if sum(macs) else 1 / len(ls)
+            cost[l] = cycles * share / pixels[l]
+    return cost
+
+
+def mix_prediction(model, plan, cost) -> list[float]:
+    """Per edge of `plan`: its layers' pixels (recomputation included) at the vanilla plan's
+    instructions per pixel, i.e. what the edge would take if fusing added no work but the
+    recomputed pixels. Their sum over vanilla's is the plan's layer-mix ratio."""
+    return [sum(n * cost[l] for l, n in exact_cost.edge_layer_pixels(model, e).items())
+            for e in plan.blocks]
+
+
+def networks_table(core, tmp: Path, boards, models, jobs: int, plans=PLANS,
+                   blocks: bool = False) -> None:
+    """Every plan built with edge profiling; the layer-mix ratio sets the fused plan's edges
+    against the vanilla plan's per-layer instructions (ratio / mix: fused execution's own
+    overhead: per-call set-up, bookkeeping, ring moves)."""
     def one(job):
         name, board, (label, opts) = job
-        project = project_for(tmp, f"{name}-{label.replace(':', '_')}", board, model=name,
-                              **opts)
+        project = project_for(tmp, f"{name}-{label.replace(':', '_')}", board, profile=True,
+                              model=name, **opts)
         return (name, board, label), run(core, project, board)
 
     jobs_list = [(n, b, p) for n in models for b in boards for p in plans]
     with ThreadPoolExecutor(jobs) as pool:
         results = dict(pool.map(one, jobs_list))
     print("\n| model | board | plan | arena B | MACs | instructions | instr/MAC | "
-          "predicted F | measured ratio | ratio / F | predicted instructions | pred / meas |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "predicted F | measured ratio | ratio / F | layer-mix ratio | ratio / mix | "
+          "predicted instructions | pred / meas |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    details = []
     for name in models:
+        model = load_model(name)
         for board in boards:
-            base = None
+            base, cost = None, None
             for label, _ in plans:
                 r, error = results[(name, board, label)]
                 if r is None:
-                    print(f"| {name} | {board} | {label} | error: {error[:80]} |||||||")
+                    print(f"| {name} | {board} | {label} | error: {error[:80]} |||||||||")
                     continue
+                plan = solved(model, label, board)
                 cycles, macs = int(r["cycles"]), int(r["macs"])
-                base = base or (cycles, macs)
-                f, ratio = macs / base[1], cycles / base[0]
-                pred = predicted(name, label, board)
+                if base is None:                      # the first plan: vanilla
+                    base = (cycles, macs, sum(r["edges"]))
+                    cost = layer_costs(model, plan, r["edges"])
+                mix = mix_prediction(model, plan, cost)
+                f, ratio, mix_ratio = macs / base[1], cycles / base[0], sum(mix) / base[2]
+                pred = plan.predicted_instructions if board in latency.boards() else None
                 pcell = f"{pred:,} | {pred / cycles:.3f}" if pred else "- | -"
                 print(f"| {name} | {board} | {r['plan']} | {r['arena']} | {macs:,} | "
                       f"{cycles:,} | {cycles / macs:.2f} | {f:.3f} | {ratio:.3f} | "
-                      f"{ratio / f:.3f} | {pcell} |", flush=True)
+                      f"{ratio / f:.3f} | {mix_ratio:.3f} | {ratio / mix_ratio:.3f} | "
+                      f"{pcell} |", flush=True)
+                if (cycles, macs) != base[:2]:
+                    details.append((name, board, r["plan"], plan, r["edges"], mix, cycles))
+    if blocks:
+        for name, board, label, plan, measured, mix, cycles in details:
+            print(f"\n{name} {board} {label}: outside the edges (ring moves, calls) "
+                  f"{cycles - sum(measured):,} instructions")
+            print("| edge | layers | scheme | instructions | at vanilla's per pixel | ratio |")
+            print("|---:|---|---|---:|---:|---:|")
+            for k, (e, m, x) in enumerate(zip(plan.blocks, measured, mix)):
+                print(f"| {k} | {e.first}-{e.last} | {e.label}"
+                      f" | {m:,} | {x:,.0f} | {m / x:.3f} |")
 
 
 def main(argv=None) -> int:
@@ -171,6 +226,8 @@ def main(argv=None) -> int:
     ap.add_argument("--networks-only", action="store_true")
     ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--blocks", action="store_true",
+                    help="also every edge's instructions beside its layer-mix prediction")
     args = ap.parse_args(argv)
     boards = args.boards.split(",")
     with tempfile.TemporaryDirectory() as tmp:
@@ -180,8 +237,9 @@ def main(argv=None) -> int:
         if not args.networks_only:
             shapes_table(core, tmp, boards, args.jobs)
         if not args.shapes_only:
-            plans = [p for p in PLANS if p[0] in args.plans.split(",")]
-            networks_table(core, tmp, boards, args.models.split(","), args.jobs, plans)
+            plans = [p for p in PLANS if p[0] in args.plans.split(",") + ["vanilla"]]
+            networks_table(core, tmp, boards, args.models.split(","), args.jobs, plans,
+                           args.blocks)
     return 0
 
 

@@ -329,7 +329,8 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
 
 def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
     """MSF_MEASURE_ARENA builds: per edge, the buffers it reads (painting spares them) and
-    msf_model_measure_arena(), which runs the model twice and returns the arena high-water."""
+    msf_model_measure_arena(), which runs the model twice and returns the arena high-water.
+    MSF_PROFILE_EDGES builds: msf_profile_edge() around every edge."""
     spans, first = [], [0]
     live_bytes = []
     for e, el in zip(plan.blocks, layout.edges):
@@ -339,21 +340,29 @@ def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
         first.append(len(spans))
         live_bytes.append(sum(n for _, n in live))
     size, edges = max(layout.size, 1), len(plan.blocks)
-    return f"""#ifdef MSF_MEASURE_ARENA
+    return f"""#ifdef MSF_PROFILE_EDGES      /* the firmware times every edge (msf/runtime.h) */
+#define MSF_PROFILE(k, done) msf_profile_edge(k, done)
+#else
+#define MSF_PROFILE(k, done) ((void)0)
+#endif
+#ifdef MSF_MEASURE_ARENA
 static const msf_span_t msf_live[{max(len(spans), 1)}] = {{{", ".join(spans) or "{0, 0}"}}};
 static const uint16_t msf_live_first[{edges + 1}] = {{{", ".join(map(str, first))}}};
 static const uint32_t msf_live_bytes[{edges}] = {{{", ".join(map(str, live_bytes))}}};
 static uint32_t msf_written[{edges}];
 static int msf_pass = -1;              /* -1: a plain run, no painting */
 #define MSF_LIVE(k) &msf_live[msf_live_first[k]], (uint32_t)(msf_live_first[k + 1] - msf_live_first[k])
-#define MSF_EDGE_BEGIN(k) \\
-    if (msf_pass >= 0) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55)
-#define MSF_EDGE_DONE(k) \\
+#define MSF_EDGE_BEGIN(k) do {{ \\
+    if (msf_pass >= 0) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55); \\
+    MSF_PROFILE(k, 0); }} while (0)
+#define MSF_EDGE_DONE(k) do {{ \\
+    MSF_PROFILE(k, 1); \\
     if (msf_pass >= 0) msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
-                                                           msf_pass ? 0xAA : 0x55, msf_pass)
+                                                           msf_pass ? 0xAA : 0x55, msf_pass); \\
+    }} while (0)
 #else
-#define MSF_EDGE_BEGIN(k) ((void)0)
-#define MSF_EDGE_DONE(k) ((void)0)
+#define MSF_EDGE_BEGIN(k) MSF_PROFILE(k, 0)
+#define MSF_EDGE_DONE(k) MSF_PROFILE(k, 1)
 #endif
 """
 

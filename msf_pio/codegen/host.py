@@ -50,6 +50,25 @@ static void collect(int32_t row, int32_t col, const int8_t *pixel, int32_t chann
 }
 #endif
 
+#ifdef MSF_PROFILE_EDGES
+/* The profiling hook, checked: every edge opened then closed, edges in plan order, each run. */
+static long edges_profiled, profile_in_order = 1;
+static long open_edge = -1, last_edge = -1;
+
+void msf_profile_edge(uint32_t edge, int done)
+{
+    if (!done) {
+        profile_in_order &= open_edge < 0 && (long)edge == (last_edge + 1) % MSF_MODEL_EDGES;
+        open_edge = (long)edge;
+        return;
+    }
+    profile_in_order &= open_edge == (long)edge;
+    open_edge = -1;
+    last_edge = (long)edge;
+    edges_profiled++;
+}
+#endif
+
 /* msf host harness: input bytes from argv[1], output bytes to argv[2], figures on stdout */
 int main(int argc, char **argv)
 {
@@ -80,6 +99,9 @@ int main(int argc, char **argv)
 #endif
 #ifdef MSF_COUNT_MACS
     printf("macs_counted=%llu\n", (unsigned long long)msf_macs);
+#endif
+#ifdef MSF_PROFILE_EDGES
+    printf("edges_profiled=%ld\nprofile_in_order=%ld\n", edges_profiled, profile_in_order);
 #endif
     f = fopen(argv[2], "wb");
     if (!f || fwrite(output, 1, sizeof output, f) != sizeof output) {
@@ -116,6 +138,7 @@ class HostBuild:
         "count": ["-O2", "-DMSF_COUNT_MACS"],
         "measure": ["-O2", "-DMSF_MEASURE_ARENA"],
         "sanitize": ["-O1", "-g", *SANITIZE, "-DMSF_MEASURE_ARENA"],
+        "profile": ["-O2", "-DMSF_PROFILE_EDGES", "-DMSF_MEASURE_ARENA"],   # both hooks at once
     }
 
     def __init__(self, sources: Sources, workdir: Path | None = None):

@@ -173,6 +173,11 @@ void msf_paint_free(int8_t *arena, uint32_t size, const msf_span_t *live, uint32
 uint32_t msf_count_written(const int8_t *arena, uint32_t size, const msf_span_t *live,
                            uint32_t n_live, uint8_t paint, int second_pass);
 
+/* Edge profiling (builds with -DMSF_PROFILE_EDGES): the generated msf_model_run calls this
+ * before (done = 0) and after (done = 1) every edge; the firmware defines it, e.g. to read a
+ * cycle counter, so each fusion block's time can be set beside its predicted cost. */
+void msf_profile_edge(uint32_t edge, int done);
+
 /* Counters of the instrumented builds. */
 #ifdef MSF_COUNT_MACS
 extern uint64_t msf_macs;
