@@ -98,6 +98,8 @@ WEIGHTED = {   # the tests apply each activation to the last layer
                                      "padding": 1}]),
     "dw7x7_s2_same": ((13, 12, 5), [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
     "dw3x3_valid": ((7, 7, 3), [{"op": "depthwise_conv2d", "kernel": 3, "padding": "valid"}]),
+    # 19 channels: a chunk of 15 (its last 3 run as its last four), then one of 4
+    "dw3x3_c19": ((6, 5, 19), [{"op": "depthwise_conv2d", "kernel": 3}]),
     # rectangular windows: each axis its own kernel, stride and padding (the first: the stem of
     # MLPerf Tiny's keyword spotting DS-CNN, 10x4 stride 2 on one channel)
     "conv10x4_s2_same": ((15, 9, 1), [{"op": "conv2d", "out": 6, "kernel": [10, 4],

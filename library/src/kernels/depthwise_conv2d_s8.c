@@ -76,27 +76,40 @@ MSF_INLINE void dw_taps(const int lanes, const int32_t width, const dw_pixel_t *
     a[3] = a3;
 }
 
+/* acc[2 * j] = bias + taps of channel ch + j, for j < lanes (4, or 1) */
+MSF_INLINE void dw_lanes(const int lanes, const int32_t width, const dw_pixel_t *p, int32_t ch,
+                         int32_t *acc)
+{
+    const int32_t *b = p->bias;
+    int32_t a[4] = {b ? b[ch] : 0, 0, 0, 0};
+    for (int j = 1; j < lanes; j++) {
+        a[j] = b ? b[ch + j] : 0;
+    }
+    dw_taps(lanes, width, p, ch, a);
+    for (int j = 0; j < lanes; j++) {
+        acc[2 * j] = a[j];
+    }
+}
+
 /* Accumulators of channels [c0, c0 + count) of one pixel into acc[2 * (ch - c0)]: four
- * channels at a time, then the rest one by one */
+ * channels at a time; the last 1-3 with the DSP extension as the chunk's last four (one word
+ * per tap instead of a pass per channel; the lanes done twice come out the same), elsewhere
+ * one by one (four scalar lanes cost as much per channel as one) */
 MSF_INLINE void dw_chunk(const int32_t width, const dw_pixel_t *pp, int32_t c0, int32_t count,
                          int32_t *acc)
 {
     const dw_pixel_t copy = *pp, *p = &copy;   /* not reloaded after each accumulator store */
-    const int32_t *b = p->bias;
-    int32_t ch = c0;
     const int32_t end = c0 + count;
+    int32_t ch = c0;
     for (; ch + 4 <= end; ch += 4, acc += 8) {
-        int32_t a[4] = {b ? b[ch] : 0, b ? b[ch + 1] : 0, b ? b[ch + 2] : 0, b ? b[ch + 3] : 0};
-        dw_taps(4, width, p, ch, a);
-        acc[0] = a[0];
-        acc[2] = a[1];
-        acc[4] = a[2];
-        acc[6] = a[3];
+        dw_lanes(4, width, p, ch, acc);
+    }
+    if (MSF_DSP && ch < end && count >= 4) {
+        dw_lanes(4, width, p, end - 4, acc - 2 * (ch + 4 - end));
+        return;
     }
     for (; ch < end; ch++, acc += 2) {
-        int32_t a[4] = {b ? b[ch] : 0, 0, 0, 0};
-        dw_taps(1, width, p, ch, a);
-        acc[0] = a[0];
+        dw_lanes(1, width, p, ch, acc);
     }
 }
 
@@ -167,8 +180,10 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
             p[i].rows = w.y1 - w.y0;
             p[i].w = l->weights + (w.y0 * kw + cw.x0) * c;
         }
-        for (int32_t c0 = 0; c0 < c; c0 += MSF_DW_CHUNK) {
-            const int32_t count = c - c0 < MSF_DW_CHUNK ? c - c0 : MSF_DW_CHUNK;
+        for (int32_t c0 = 0, count; c0 < c; c0 += count) {
+            const int32_t rest = c - c0;   /* a last chunk of 4 or more: its tail in words */
+            count = rest <= MSF_DW_CHUNK ? rest : rest - MSF_DW_CHUNK < 4 ? rest - 4
+                                                                         : MSF_DW_CHUNK;
             for (int32_t i = 0; i <= pair; i++) {
                 dw_pixel_chunk(width, kw, &p[i], c0, count, acc + i);
             }
