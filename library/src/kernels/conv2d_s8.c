@@ -415,10 +415,121 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
     conv_column(l, in, msf_pixel(out, r0, col), out->row_stride, 0, col, r0, r1);
 }
 
+/* s[ch] += sum over the slice's four input channels (eight, when `wide`: DSP only) at x of
+ * (x[i] + offset) * f[ch * filter + i], for every output channel ch < cout, for pixel 0 (x0,
+ * sums s0) and, with `pair`, pixel 1 (x1, s1): the slice's inputs stay in registers while
+ * every output channel's weights stream past them */
+MSF_INLINE void sums_slice(const int pair, const int wide, const int8_t *x0, const int8_t *x1,
+                           int32_t offset, const int8_t *f, int32_t filter, int32_t cout,
+                           int8_t *s0, int8_t *s1)
+{
+#if MSF_DSP
+    const int16x2_t off2 = msf_lanes(offset);
+    const uint32_t u0 = msf_read4(x0), u1 = msf_read4(x1);
+    const uint32_t t0 = wide ? msf_read4(x0 + 4) : 0, t1 = wide ? msf_read4(x1 + 4) : 0;
+    const int16x2_t e0 = msf_even(u0, off2), o0 = msf_odd(u0, off2);
+    const int16x2_t e1 = msf_even(u1, off2), o1 = msf_odd(u1, off2);
+    const int16x2_t e2 = msf_even(t0, off2), o2 = msf_odd(t0, off2);
+    const int16x2_t e3 = msf_even(t1, off2), o3 = msf_odd(t1, off2);
+#else
+    (void)wide;
+    const int32_t p0 = x0[0] + offset, p1 = x0[1] + offset, p2 = x0[2] + offset;
+    const int32_t p3 = x0[3] + offset, q0 = x1[0] + offset, q1 = x1[1] + offset;
+    const int32_t q2 = x1[2] + offset, q3 = x1[3] + offset;
+#endif
+    for (int32_t ch = 0; ch < cout; ch++, f += filter, s0 += 4, s1 += 4) {
+        int32_t a, b = 0;
+        memcpy(&a, s0, 4);
+        if (pair) {
+            memcpy(&b, s1, 4);
+        }
+#if MSF_DSP
+        const uint32_t v = msf_read4(f), v2 = wide ? msf_read4(f + 4) : 0;
+        const int16x2_t we = msf_even0(v), wo = msf_odd0(v);
+        const int16x2_t we2 = msf_even0(v2), wo2 = msf_odd0(v2);
+        a = __smlad(e0, we, __smlad(o0, wo, a));
+        b = __smlad(e1, we, __smlad(o1, wo, b));
+        if (wide) {
+            a = __smlad(e2, we2, __smlad(o2, wo2, a));
+            b = __smlad(e3, we2, __smlad(o3, wo2, b));
+        }
+#else
+        a += p0 * f[0] + p1 * f[1] + p2 * f[2] + p3 * f[3];
+        b += q0 * f[0] + q1 * f[1] + q2 * f[2] + q3 * f[3];
+#endif
+        memcpy(s0, &a, 4);
+        if (pair) {
+            memcpy(s1, &b, 4);
+        }
+    }
+}
+
+/* s[ch] += sum over i < n of (x[i] + offset) * w[ch * filter + i] for every output channel
+ * ch < cout, for pixel 0 (x0, sums s0) and, with `pair`, pixel 1 (x1, s1; x0 and s0 again
+ * without); sums of any alignment. Input-stationary: the input channels in slices (eight with
+ * the DSP extension, four, then one by one), each output channel's sums loaded and stored
+ * once per slice. A channel-split projection has a group's few input channels per call, too
+ * few to amortise conv_column's per-chunk accumulators and their separate addition. */
+MSF_INLINE void sums_pixels(const int pair, const int8_t *x0, const int8_t *x1, int32_t n,
+                            int32_t offset, const int8_t *w, int32_t filter, int32_t cout,
+                            int8_t *s0, int8_t *s1)
+{
+    int32_t i = 0;
+    for (; MSF_DSP && i + 8 <= n; i += 8) {
+        sums_slice(pair, 1, x0 + i, x1 + i, offset, w + i, filter, cout, s0, s1);
+    }
+    for (; i + 4 <= n; i += 4) {
+        sums_slice(pair, 0, x0 + i, x1 + i, offset, w + i, filter, cout, s0, s1);
+    }
+    for (; i < n; i++) {
+        const int32_t p = x0[i] + offset, q = x1[i] + offset;
+        const int8_t *f = w + i;
+        for (int32_t ch = 0; ch < cout; ch++, f += filter) {
+            int32_t a;
+            memcpy(&a, s0 + 4 * ch, 4);
+            a += p * f[0];
+            memcpy(s0 + 4 * ch, &a, 4);
+            if (pair) {
+                memcpy(&a, s1 + 4 * ch, 4);
+                a += q * f[0];
+                memcpy(s1 + 4 * ch, &a, 4);
+            }
+        }
+    }
+}
+
+static MSF_NOINLINE void sums_pair(const int8_t *x0, const int8_t *x1, int32_t n,
+                                   int32_t offset, const int8_t *w, int32_t filter,
+                                   int32_t cout, int8_t *s0, int8_t *s1)
+{
+    sums_pixels(1, x0, x1, n, offset, w, filter, cout, s0, s1);
+}
+
+static MSF_NOINLINE void sums_one(const int8_t *x0, int32_t n, int32_t offset, const int8_t *w,
+                                  int32_t filter, int32_t cout, int8_t *s0)
+{
+    sums_pixels(0, x0, x0, n, offset, w, filter, cout, s0, s0);
+}
+
 void msf_conv2d_sums_column(const msf_layer_t *l, const msf_view_t *in, int8_t *sums,
                             int32_t row_stride, int32_t col, int32_t r0, int32_t r1)
 {
-    conv_column(l, in, sums, row_stride, 1, col, r0, r1);
+    if (l->kernel_h != 1 || l->kernel_w != 1 || l->pad_top || l->pad_left) {
+        conv_column(l, in, sums, row_stride, 1, col, r0, r1);
+        return;
+    }
+    /* a 1x1 window is never clipped: rows pair up in order, their taps where they lie */
+    const int32_t cin = l->in_c, cout = l->out_c, step = l->stride_h * in->row_stride;
+    const int8_t *x = msf_pixel(in, r0 * l->stride_h, col * l->stride_w);
+    int32_t row = r0;
+    for (; row + 2 <= r1; row += 2, x += 2 * step, sums += 2 * row_stride) {
+        sums_pair(x, x + step, cin, l->in_offset, l->weights, cin, cout, sums,
+                  sums + row_stride);
+    }
+    if (row < r1) {
+        sums_one(x, cin, l->in_offset, l->weights, cin, cout, sums);
+    }
+    MSF_COUNT((r1 - r0) * cin * cout);
 }
 
 void msf_conv2d_sums_finish(const msf_layer_t *l, const int8_t *sums, int32_t pixels,
