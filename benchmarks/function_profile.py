@@ -80,7 +80,7 @@ def profile(log_lines, starts, names) -> Counter:
             context = executor or context
             edge += pc == edge_entry
             runs[(context, name, pc)] += 1
-            edges[(edge, pc)] += 1
+            edges[(edge, name, pc)] += 1
             continue
         m = INSN.match(line)
         if m:
@@ -92,8 +92,9 @@ def profile(log_lines, starts, names) -> Counter:
         elif line.startswith(b"IN:") or line.startswith(b"----"):
             current = None
     per_edge = Counter()
-    for (e, pc), n in edges.items():
+    for (e, name, pc), n in edges.items():
         per_edge[e] += n * size.get(pc, 0)
+        per_edge[(e, name)] += n * size.get(pc, 0)
     per, blocks, calls = Counter(), Counter(), Counter()
     entry = dict(zip(names, starts))
     for (context, name, pc), n in runs.items():
@@ -113,6 +114,8 @@ def main(argv=None) -> int:
     ap.add_argument("--top", type=int, default=30)
     ap.add_argument("--detail", default=None,
                     help="also list this function's hottest blocks with their source lines")
+    ap.add_argument("--edge", type=int, action="append",
+                    help="also list this edge's functions (repeatable)")
     ap.add_argument("--keep-elf", default=None, help="copy the firmware ELF to this path")
     args = ap.parse_args(argv)
     opts = {}
@@ -169,7 +172,14 @@ def main(argv=None) -> int:
         print(f"{n:>13,} {100 * n / total:6.2f}%  {context:14s} {name:24s} "
               f"{calls[(context, name)]:>9,} calls")
     print("\nper edge (instructions from one msf_run_edge call to the next):")
-    print(" ".join(f"{e}:{n}" for e, n in sorted(per_edge.items())))
+    print(" ".join(f"{e}:{n}" for e, n in sorted((e, n) for e, n in per_edge.items()
+                                                 if isinstance(e, int))))
+    for e in args.edge or []:
+        print(f"\nedge {e}: {per_edge[e]:,} instructions")
+        rows = sorted(((n, k[1]) for k, n in per_edge.items()
+                       if isinstance(k, tuple) and k[0] == e), reverse=True)
+        for n, name in rows[:args.top]:
+            print(f"{n:>13,} {100 * n / per_edge[e]:6.2f}%  {name}")
     if detail:
         print(f"\n{args.detail}: hottest blocks")
     for n, pc, where in detail:
