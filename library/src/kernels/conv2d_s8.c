@@ -359,17 +359,15 @@ static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, i
     /* a window spanning whole kernel rows has its taps, and its weights, in one stream */
     const int whole_rows = cw.x0 == 0 && cw.x1 == kw;
 #endif
-    /* a 1x1 window without padding is never clipped: rows pair in order, no window to find */
-    const int pointwise = kw == 1 && l->kernel_h == 1 && !l->pad_top && !l->pad_left;
     for (int32_t row = r0; row < r1;) {
-        const msf_window_t w = pointwise ? cw : msf_window(l, row, col);
-        const msf_window_t w2 = pointwise ? cw : msf_window(l, row + 1, col);
+        const msf_window_t w = msf_window(l, row, col);
+        const msf_window_t w2 = msf_window(l, row + 1, col);
         /* pair with the next row when its window is clipped alike */
         const int pair = row + 1 < r1 && w2.y0 == w.y0 && w2.y1 == w.y1;
         const int8_t *w0 = l->weights + (w.y0 * kw + cw.x0) * cin;
         t.y0 = w.y0;
         t.y1 = w.y1;
-        d.top = pointwise ? (row - r0) * d.second : (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
+        d.top = (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
 #if MSF_DSP
         const int32_t n = (w.y1 - w.y0) * kw * cin;
         const int gathered = whole_rows && n >= 4 && n <= MSF_CONV_GATHER;
