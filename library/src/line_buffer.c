@@ -5,41 +5,6 @@
  * network input enters its ring a row at a time, just before the first layer reads it. */
 #include "edge.h"
 
-/* Layers whose output rows are alike their columns: a 1x1 convolution with stride 1 and no
- * padding, an add. Their output row is computed in one kernel call as the one column of the
- * transposed layer over transposed views (the row's pixels, consecutive in whole rows), so the
- * column kernels' pixel pairs and per-call set-up serve a whole row, not one pixel. */
-static int msf_row_at_once(const msf_layer_t *l)
-{
-    return l->op == MSF_ADD || (l->op == MSF_CONV2D && l->kernel_h == 1 && l->kernel_w == 1 &&
-                                l->stride_h == 1 && l->stride_w == 1 && !l->pad_top &&
-                                !l->pad_left);
-}
-
-/* Row `row` of the view v as the one column of a transposed view */
-static inline msf_view_t msf_row_as_column(const msf_view_t *v, int32_t row)
-{
-    msf_view_t t = {msf_pixel(v, row, 0), 0, v->col_stride, 0, 1};
-    return t;
-}
-
-/* Row `row` of layer l (msf_row_at_once) into view[l + 1] */
-static void msf_block_row(const msf_block_t *b, const msf_view_t *view,
-                          const msf_view_t *outer, int32_t l, int32_t row)
-{
-    msf_layer_t t = b->layers[l];
-    t.in_h = b->layers[l].in_w;
-    t.in_w = b->layers[l].in_h;
-    t.out_h = b->layers[l].out_w;
-    t.out_w = b->layers[l].out_h;
-    const int two = msf_n_inputs(&t) == 2;
-    const msf_view_t in = msf_row_as_column(msf_input_view(b, view, outer, l, 0), row);
-    const msf_view_t in2 = two ? msf_row_as_column(msf_input_view(b, view, outer, l, 1), row)
-                               : in;
-    const msf_view_t out = msf_row_as_column(&view[l + 1], row);
-    msf_layer_column(&t, &in, two ? &in2 : NULL, &out, 0, 0, t.out_h);
-}
-
 void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
                          const int8_t *input, const msf_sink_t *sink,
                          const msf_source_t *source)
@@ -78,11 +43,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             if (l == n - 1 && staged) {
                 view[n].row0 = row;
             }
-            const int whole_row = msf_row_at_once(&L[l]) && !(l == n - 1 && staged);
-            if (whole_row) {
-                msf_block_row(b, view, outer, l, row);
-            }
-            for (int32_t x = 0; !whole_row && x < L[l].out_w; x++) {
+            for (int32_t x = 0; x < L[l].out_w; x++) {
                 msf_block_column(b, view, outer, l, x, row, row + 1);
                 if (l == n - 1 && staged) {
                     msf_pixel_done(b, arena, sink, &view[n], row, x);
