@@ -5,24 +5,31 @@
  * network input enters its ring a row at a time, just before the first layer reads it. */
 #include "edge.h"
 
-/* A layer whose window is one pixel (1x1, stride 1, no padding: pointwise convs, adds,
- * activations; not a per-element slope, indexed by the pixel's place) computes a whole output
- * row in one kernel call when every tensor it touches keeps its rows contiguous (a whole tensor
- * or a line-buffer ring, not a staged pixel): the row is a column of the transposed tensor, so
- * the column kernel gets W pixels per call (the 1x1 conv pairs them) instead of one. */
-static int msf_row_at_once(const msf_block_t *b, const msf_view_t *view,
-                           const msf_view_t *outer, int32_t l)
+enum { MSF_BY_PIXEL, MSF_BY_ROW, MSF_DEPTHWISE_ROW };
+
+/* How layer l computes an output row: pixel by pixel, one kernel call each, unless every
+ * tensor it touches keeps the row's pixels contiguous (a whole tensor or a line-buffer ring,
+ * not a staged pixel) and it is
+ * - a depthwise layer: its row kernel pairs the row's pixels (msf_depthwise_row);
+ * - a layer whose window is one pixel (1x1, stride 1, no padding: pointwise convs, adds,
+ *   activations; not a per-element slope, indexed by the pixel's place): the row is a column
+ *   of the transposed tensor, so the column kernel gets the row's W pixels in one call (the
+ *   1x1 conv pairs them). */
+static int msf_row_mode(const msf_block_t *b, const msf_view_t *view, const msf_view_t *outer,
+                        int32_t l)
 {
     const msf_layer_t *L = &b->layers[l];
-    if (L->kernel_h != 1 || L->kernel_w != 1 || L->stride_h != 1 || L->stride_w != 1 ||
-        L->pad_top || L->pad_left || (L->op == MSF_PRELU && L->slope_per_pixel)) {
-        return 0;
-    }
     int whole = view[l + 1].col_slots >= L->out_w;
     for (int k = 0; k < msf_n_inputs(L); k++) {
         whole = whole && msf_input_view(b, view, outer, l, k)->col_slots >= L->in_w;
     }
-    return whole;
+    if (whole && L->op == MSF_DEPTHWISE) {
+        return MSF_DEPTHWISE_ROW;
+    }
+    const int pixel = L->kernel_h == 1 && L->kernel_w == 1 && L->stride_h == 1 &&
+                      L->stride_w == 1 && !L->pad_top && !L->pad_left &&
+                      !(L->op == MSF_PRELU && L->slope_per_pixel);
+    return whole && pixel ? MSF_BY_ROW : MSF_BY_PIXEL;
 }
 
 /* Row `row` of v as a transposed view's column: its pixel (x, any column) is v's (row, x). */
@@ -32,20 +39,27 @@ MSF_INLINE msf_view_t msf_row_view(const msf_view_t *v, int32_t row)
     return t;
 }
 
-/* Output row `row` of layer l (msf_row_at_once) by one kernel call on the transposed layer. */
+/* Output row `row` of layer l in one kernel call (msf_row_mode): by the depthwise row kernel,
+ * or by the column kernel on the transposed layer. */
 static void msf_block_row(const msf_block_t *b, const msf_view_t *view,
-                          const msf_view_t *outer, int32_t l, int32_t row)
+                          const msf_view_t *outer, int32_t l, int32_t row, int mode)
 {
-    msf_layer_t t = b->layers[l];
-    t.in_h = b->layers[l].in_w;
-    t.in_w = b->layers[l].in_h;
-    t.out_h = b->layers[l].out_w;
-    t.out_w = b->layers[l].out_h;
+    const msf_layer_t *L = &b->layers[l];
+    if (mode == MSF_DEPTHWISE_ROW) {
+        msf_depthwise_row(L, msf_input_view(b, view, outer, l, 0), &view[l + 1], row, 0,
+                          L->out_w);
+        return;
+    }
+    msf_layer_t t = *L;
+    t.in_h = L->in_w;
+    t.in_w = L->in_h;
+    t.out_h = L->out_w;
+    t.out_w = L->out_h;
     const msf_view_t in = msf_row_view(msf_input_view(b, view, outer, l, 0), row);
-    const msf_view_t in2 = msf_n_inputs(&t) == 2
+    const msf_view_t in2 = msf_n_inputs(L) == 2
         ? msf_row_view(msf_input_view(b, view, outer, l, 1), row) : in;
     const msf_view_t out = msf_row_view(&view[l + 1], row);
-    msf_layer_column(&t, &in, msf_n_inputs(&t) == 2 ? &in2 : NULL, &out, row, 0, t.out_h);
+    msf_layer_column(&t, &in, msf_n_inputs(L) == 2 ? &in2 : NULL, &out, row, 0, t.out_h);
 }
 
 void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
@@ -59,7 +73,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     msf_view_t view[n + 1];                        /* local tensor t = output of layer t - 1 */
     msf_view_t outer[2 * n];                       /* inputs made before the block input */
     int32_t capacity[n], produced[n + 1], next[n], path[n], depth = 0, pulled = -1;
-    int rowwise[n];
+    int mode[n];
 
     view[0] = msf_whole_view(in, L[0].in_w, L[0].in_c);
     for (int32_t t = 1; t < n; t++) {
@@ -72,7 +86,7 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
     msf_outer_views(b, arena, in, input, view, outer);
     for (int32_t l = 0; l < n; l++) {
         next[l] = 0;
-        rowwise[l] = !(l == n - 1 && staged) && msf_row_at_once(b, view, outer, l);
+        mode[l] = l == n - 1 && staged ? MSF_BY_PIXEL : msf_row_mode(b, view, outer, l);
     }
     for (int32_t y = 0; y < last->out_h; y++) {
         while (next[n - 1] <= y) {
@@ -88,10 +102,10 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
             if (l == n - 1 && staged) {
                 view[n].row0 = row;
             }
-            if (rowwise[l]) {
-                msf_block_row(b, view, outer, l, row);
+            if (mode[l] != MSF_BY_PIXEL) {
+                msf_block_row(b, view, outer, l, row, mode[l]);
             }
-            for (int32_t x = 0; x < L[l].out_w && !rowwise[l]; x++) {
+            for (int32_t x = 0; x < L[l].out_w && mode[l] == MSF_BY_PIXEL; x++) {
                 msf_block_column(b, view, outer, l, x, row, row + 1);
                 if (l == n - 1 && staged) {
                     msf_pixel_done(b, arena, sink, &view[n], row, x);

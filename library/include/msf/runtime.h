@@ -127,6 +127,10 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
                        int32_t col, int32_t r0, int32_t r1);
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                           int32_t col, int32_t r0, int32_t r1);
+/* Output row `row`, columns [c0, c1) of a depthwise layer whose input and output keep that
+ * row's pixels contiguous (col_slots covering the width): a line buffer's row. */
+void msf_depthwise_row(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                       int32_t row, int32_t c0, int32_t c1);
 void msf_pool_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                      int32_t col, int32_t r0, int32_t r1);
 void msf_add_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,

@@ -195,3 +195,47 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
         o += (1 + pair) * ors;
     }
 }
+
+/* Output row `row`, columns [c0, c1): as msf_depthwise_column with the roles of rows and
+ * columns swapped (pairs of columns whose windows are clipped alike), the pair's second pixel's
+ * taps stride_w pixels further along the same rows of a view whose rows are contiguous. The
+ * column kernel keeps its own loop: its code, and so vanilla's speed, stays as it was. */
+void msf_depthwise_row(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                       int32_t row, int32_t c0, int32_t c1)
+{
+    const int32_t kw = l->kernel_w, c = l->in_c;
+    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
+    dw_pixel_t p[2];
+    for (int32_t i = 0; i < 2; i++) {
+        p[i].bias = l->bias;
+        p[i].row_stride = in->row_stride;
+        p[i].kc = kw * c;
+        p[i].c = c;
+        p[i].offset = l->in_offset;
+        p[i].top = i * l->stride_w * in->col_stride;
+    }
+    int32_t acc[2 * MSF_DW_CHUNK];
+    for (int32_t col = c0; col < c1;) {
+        const msf_window_t w = msf_window(l, row, col);
+        const msf_window_t w2 = msf_window(l, row, col + 1);
+        const int pair = col + 1 < c1 && w2.x0 == w.x0 && w2.x1 == w.x1;
+        const int8_t *cols[MSF_MAX_KERNEL];
+        msf_window_columns(in, &w, cols);
+        for (int32_t i = 0; i < 2; i++) {
+            p[i].cols = cols + w.x0;
+            p[i].rows = w.y1 - w.y0;
+            p[i].w = l->weights + (w.y0 * kw + w.x0) * c;
+        }
+        int8_t *o = msf_pixel(out, row, col);
+        for (int32_t ch = 0; ch < c; ch += MSF_DW_CHUNK) {
+            const int32_t count = c - ch < MSF_DW_CHUNK ? c - ch : MSF_DW_CHUNK;
+            for (int32_t i = 0; i <= pair; i++) {
+                dw_pixel_chunk(w.x1 - w.x0, kw, &p[i], ch, count, acc + i);
+            }
+            msf_requant_s8(acc, 1 + pair, count, l->mult + ch, l->shift + ch, &oq, l->narrow,
+                           o + ch, out->col_stride);
+        }
+        MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (w.x1 - w.x0) * c);
+        col += 1 + pair;
+    }
+}
