@@ -117,3 +117,38 @@ def test_pareto_with_schemes_dominates_h_cache_only():
     for fmax in (1.0, 1.1, 1.3, 1.5, math.inf):
         a, b = solvers.p1_min_ram(both, fmax), solvers.p1_min_ram(only, fmax)
         assert a.feasible and (not b.feasible or a.peak_ram <= b.peak_ram)
+
+
+@pytest.mark.parametrize("shape", [[13, 11, 3], [9, 14, 2]])
+def test_row_kernels_in_c(shape):
+    """A line-buffer block runs its 1x1 layers (pointwise convs, add, activations, concat) and
+    its depthwise layers a whole row per kernel call (line_buffer.c): on an input taller than
+    wide and one wider than tall, with depthwise windows clipped at both sides (pairs of columns
+    broken at the edges, stride 2 over an odd width), channel counts off the kernels' four
+    lanes and a per-element PReLU (which stays pixel by pixel), the C is the reference's bytes
+    with the predicted MACs and arena."""
+    spec = {"name": "rows", "input": {"shape": shape}, "layers": [
+        {"op": "conv2d", "out": 6, "kernel": 3, "act": "relu"},
+        {"op": "pointwise", "out": 10},
+        {"op": "hard_swish"},
+        {"op": "depthwise_conv2d", "kernel": 5, "act": "relu6"},
+        {"op": "depthwise_conv2d", "kernel": 3, "stride": 2, "act": "relu6"},
+        {"op": "prelu", "slopes": "pixel"},
+        {"op": "leaky_relu"},
+        {"op": "inverted_residual", "out": 10, "expand": 2, "kernel": 3, "stride": 1},
+        {"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
+        {"op": "pointwise", "out": 3, "input": 7},
+        {"op": "concat", "from": 8},
+        {"op": "pointwise", "out": 5},
+    ]}
+    model = quantized_model(spec_to_model(spec))
+    plan = solvers.p1_min_ram(build_graph(model, "exact", schemes=("h-cache", "line-buffer")),
+                              1.0)
+    fused = [range(e.first, e.last + 1) for e in plan.blocks if e.scheme == "line-buffer"]
+    kinds = {(model.layers[l].op, model.layers[l].kernel) for r in fused for l in r}
+    for kind in (("depthwise_conv2d", (5, 5)), ("depthwise_conv2d", (3, 3)),
+                 ("conv2d", (1, 1)), ("add", (1, 1)), ("hard_swish", (1, 1)),
+                 ("leaky_relu", (1, 1)), ("prelu", (1, 1)), ("concat", (1, 1))):
+        assert kind in kinds, kind
+    x = seeded_input(model, 0)
+    check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1))
