@@ -178,18 +178,20 @@ static inline void msf_head_finish(const msf_block_t *b, int8_t *arena, int8_t *
     msf_emit(b, sink, 0, 0, out, b->layers[b->n + b->head - 1].out_c);
 }
 
-/* Makes room for row `row` in the ring view v of `capacity` rows holding rows row0 .. row - 1.
- * The ring keeps its rows contiguous and in order, so the column kernels read a window's rows
- * with one row stride as in a whole tensor: when a new row does not fit, the rows still held
- * slide to the front of the ring (a memmove of capacity - 1 rows). */
-static inline void msf_ring_admit(msf_view_t *v, int32_t capacity, int32_t row)
+/* Makes room for row `row` in the ring view v of `capacity` rows holding rows row0 .. row - 1,
+ * of which no reader needs those before `live`. The ring keeps its rows contiguous and in
+ * order, so the column kernels read a window's rows with one row stride as in a whole tensor:
+ * when a new row does not fit, the rows still held and needed slide to the front of the ring
+ * (a memmove of at most capacity - 1 rows; a stride-2 reader leaves fewer). */
+static inline void msf_ring_admit(msf_view_t *v, int32_t capacity, int32_t row, int32_t live)
 {
     if (row - v->row0 < capacity) {
         return;
     }
-    const int32_t row0 = row - capacity + 1;
+    int32_t row0 = row - capacity + 1;
+    row0 = live > row ? row : live > row0 ? live : row0;
     memmove(v->base, v->base + (row0 - v->row0) * v->row_stride,
-            (size_t)(capacity - 1) * (size_t)v->row_stride);
+            (size_t)(row - row0) * (size_t)v->row_stride);
     v->row0 = row0;
 }
 
@@ -202,7 +204,7 @@ static inline void msf_pull_rows(const msf_block_t *b, const msf_source_t *sourc
     row = row < last ? row : last;
     while (b->in_rows && *pulled < row) {
         ++*pulled;
-        msf_ring_admit(v, b->in_rows, *pulled);
+        msf_ring_admit(v, b->in_rows, *pulled, 0);
         source->fn(*pulled, msf_pixel(v, *pulled, 0), source->ctx);
     }
 }

@@ -62,6 +62,24 @@ static void msf_block_row(const msf_block_t *b, const msf_view_t *view,
     msf_layer_column(&t, &in, msf_n_inputs(L) == 2 ? &in2 : NULL, &out, row, 0, t.out_h);
 }
 
+/* The first row of local tensor t a layer of the block still reads (next[m]: layer m's next
+ * output row): the rows before it are dead, and a ring need not keep them. */
+static int32_t msf_first_live(const msf_block_t *b, const int32_t *next, int32_t t)
+{
+    int32_t live = INT32_MAX;
+    for (int32_t m = 0; m < b->n; m++) {
+        const msf_layer_t *L = &b->layers[m];
+        for (int k = 0; k < msf_n_inputs(L); k++) {
+            if (msf_input_tensor(L, k) - b->first == t) {
+                const int32_t r = msf_n_inputs(L) == 2 ? next[m]
+                                                       : next[m] * L->stride_h - L->pad_top;
+                live = r < live ? r : live;
+            }
+        }
+    }
+    return live;
+}
+
 void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
                          const int8_t *input, const msf_sink_t *sink,
                          const msf_source_t *source)
@@ -97,7 +115,8 @@ void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t
                               msf_last_input(&L[0], row, 1));
             }
             if (l < n - 1) {
-                msf_ring_admit(&view[l + 1], capacity[l + 1], row);
+                msf_ring_admit(&view[l + 1], capacity[l + 1], row,
+                               msf_first_live(b, next, l + 1));
             }
             if (l == n - 1 && staged) {
                 view[n].row0 = row;
