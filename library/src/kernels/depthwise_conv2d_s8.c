@@ -149,6 +149,13 @@ static void dw_pixel_chunk(int32_t width, int32_t kw, const dw_pixel_t *p, int32
     }
 }
 
+/* Channels of the next chunk when `rest` remain: MSF_DW_CHUNK, cut so that the last chunk has
+ * four or more (its tail in words) */
+MSF_INLINE int32_t dw_chunk_count(int32_t rest)
+{
+    return rest <= MSF_DW_CHUNK ? rest : rest - MSF_DW_CHUNK < 4 ? rest - 4 : MSF_DW_CHUNK;
+}
+
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                           int32_t col, int32_t r0, int32_t r1)
 {
@@ -181,9 +188,7 @@ void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_
             p[i].w = l->weights + (w.y0 * kw + cw.x0) * c;
         }
         for (int32_t c0 = 0, count; c0 < c; c0 += count) {
-            const int32_t rest = c - c0;   /* a last chunk of 4 or more: its tail in words */
-            count = rest <= MSF_DW_CHUNK ? rest : rest - MSF_DW_CHUNK < 4 ? rest - 4
-                                                                         : MSF_DW_CHUNK;
+            count = dw_chunk_count(c - c0);
             for (int32_t i = 0; i <= pair; i++) {
                 dw_pixel_chunk(width, kw, &p[i], c0, count, acc + i);
             }
@@ -227,8 +232,8 @@ void msf_depthwise_row(const msf_layer_t *l, const msf_view_t *in, const msf_vie
             p[i].w = l->weights + (w.y0 * kw + w.x0) * c;
         }
         int8_t *o = msf_pixel(out, row, col);
-        for (int32_t ch = 0; ch < c; ch += MSF_DW_CHUNK) {
-            const int32_t count = c - ch < MSF_DW_CHUNK ? c - ch : MSF_DW_CHUNK;
+        for (int32_t ch = 0, count; ch < c; ch += count) {
+            count = dw_chunk_count(c - ch);
             for (int32_t i = 0; i <= pair; i++) {
                 dw_pixel_chunk(w.x1 - w.x0, kw, &p[i], ch, count, acc + i);
             }
