@@ -106,6 +106,17 @@ def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols
     return counts
 
 
+def _row_call(layer) -> bool:
+    """line_buffer.c computes a whole output row per kernel call (msf_row_mode): a depthwise
+    (its row kernel), or a layer whose window is one pixel (1x1, stride 1, no padding) and
+    whose values do not depend on the pixel's place (not a per-element PReLU)."""
+    if layer.op == ir.DEPTHWISE:
+        return True
+    one_pixel = all(layer.window(axis) == (1, 1, 0) for axis in (0, 1)) \
+        if layer.has_window else True
+    return one_pixel and not layer.slope_per_pixel
+
+
 def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
                 tile_rows: int = 1, dsp: bool = False,
                 group: int | None = None) -> dict[str, int]:
@@ -147,12 +158,18 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
         add(_spatial_counts(layer, layer_macs(layer), ow * (oh // tile), [tile] * (oh // tile),
                             ow, True, dsp))
         return counts
-    if scheme == "line-buffer":          # every row once, one call per column; rings of whole rows
+    if scheme == "line-buffer":          # every row once; rings of whole rows
         sweep = row_sweep(model, end, first)
+        staged = last > end or stream    # the last spatial layer's pixels go one by one
         for l in range(first, end + 1):
             rows, cols = sweep.rows[l], layers[l].out_shape[1]
-            add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * cols, [1] * rows, cols,
-                                True, dsp))
+            if _row_call(layers[l]) and not (l == end and staged):
+                # one call per row: the row as the one column of the transposed layer
+                add(_spatial_counts(layers[l], sweep.layer_macs[l], rows, [cols] * rows, 1,
+                                    True, dsp))
+            else:                                     # one call per pixel
+                add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * cols, [1] * rows,
+                                    cols, True, dsp))
         return counts
     sched = block_schedule(model, end, first, tile_rows)
     _, produced = column_sweep(model, end, first)
