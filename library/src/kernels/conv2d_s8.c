@@ -35,6 +35,7 @@ typedef struct {
 } taps_t;
 
 #define MSF_CONV_CHUNK 16     /* output channels accumulated before requantizing (128 B) */
+#define MSF_CONV_GATHER 512   /* window elements per pixel gathered (a pair: 2 KB of stack) */
 
 /* acc[2p + q] += sum over i < n of (x_p[i] + offset) * w_q[i], for channels q in {0, 1} and
  * pixels p in {0, 1} (p = 0 only unless `pair`; a compile-time constant once inlined) */
@@ -141,7 +142,6 @@ static MSF_NOINLINE void direct_one(const taps_t *t, const direct_t *d, int32_t 
 }
 
 #if MSF_DSP
-#define MSF_CONV_GATHER 512   /* window elements per pixel gathered (a pair: 2 KB of stack) */
 
 /* The gathered stream of a window of n >= 4 taps: tap e < whole = n & ~3 at position e, the
  * last r = n % 4 taps at the end of the group that follows, after 4 - r zeros (so that the last
@@ -332,14 +332,54 @@ static void add_sums(const int32_t *acc, int32_t pixels, int32_t n, int8_t *s, i
     }
 }
 
+/* The cout channels of pixel 0 (and 1, with `pair`), MSF_CONV_CHUNK at a time: accumulated from
+ * their gathered streams in scratch (`gathered`: n elements each) or from the taps t where they
+ * lie (channel 0's weights at w0), then requantized into o (the next pixel `ors` bytes on) or,
+ * with `sums`, added to int32 sums there */
+MSF_INLINE void chunks(const msf_layer_t *l, const int gathered, const int pair,
+                       const int16_t *scratch, int32_t n, const taps_t *t, direct_t *d,
+                       const int8_t *w0, const int sums, int8_t *o, int32_t ors)
+{
+    const int32_t filter = d->filter, cout = l->out_c;
+    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
+    int32_t acc[2 * MSF_CONV_CHUNK];
+    for (int32_t c0 = 0; c0 < cout; c0 += MSF_CONV_CHUNK) {
+        const int32_t count = cout - c0 < MSF_CONV_CHUNK ? cout - c0 : MSF_CONV_CHUNK;
+        d->w = w0 + c0 * filter;
+        d->bias = l->bias ? l->bias + c0 : 0;
+#if MSF_DSP
+        if (gathered) {
+            if (pair) {
+                gathered_pair(scratch, d->w, filter, d->bias, count, n, acc);
+            } else {
+                gathered_one(scratch, d->w, filter, d->bias, count, n, acc);
+            }
+        } else
+#else
+        (void)gathered;
+        (void)scratch;
+        (void)n;
+#endif
+        if (pair) {
+            direct_pair(t, d, count, acc);
+        } else {
+            direct_one(t, d, count, acc);
+        }
+        if (sums) {
+            add_sums(acc, 1 + pair, count, o + 4 * c0, ors);
+        } else {
+            msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq, l->narrow,
+                           o + c0, ors);
+        }
+    }
+}
+
 /* Output column `col`, rows [r0, r1): the first output pixel at o, `ors` bytes from one row to
  * the next; requantized into int8, or with `sums` added to int32 sums (msf_conv2d_sums_column) */
 static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, int32_t ors,
                         int sums, int32_t col, int32_t r0, int32_t r1)
 {
     const int32_t kw = l->kernel_w, cin = l->in_c, filter = l->kernel_h * kw * cin;
-    const int32_t cout = l->out_c;
-    const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
     /* the column fixes the valid kernel columns of every pixel; cols[] point at row r0's */
     const msf_window_t cw = msf_window(l, r0, col);
     taps_t t;
@@ -353,11 +393,13 @@ static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, i
     t.kw = kw;
     t.cin = cin;
     direct_t d = {0, 0, filter, l->in_offset, 0, rs, l->stride_h * rs};
-    int32_t acc[2 * MSF_CONV_CHUNK];
 #if MSF_DSP
     int16_t scratch[2 * MSF_CONV_GATHER];
     /* a window spanning whole kernel rows has its taps, and its weights, in one stream */
     const int whole_rows = cw.x0 == 0 && cw.x1 == kw;
+#else
+    int16_t *const scratch = 0;
+    const int whole_rows = 0;
 #endif
     for (int32_t row = r0; row < r1;) {
         const msf_window_t w = msf_window(l, row, col);
@@ -368,9 +410,9 @@ static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, i
         t.y0 = w.y0;
         t.y1 = w.y1;
         d.top = (w.in_row + w.y0 - (cw.in_row + cw.y0)) * rs;
-#if MSF_DSP
         const int32_t n = (w.y1 - w.y0) * kw * cin;
         const int gathered = whole_rows && n >= 4 && n <= MSF_CONV_GATHER;
+#if MSF_DSP
         if (gathered) {
             gather(&t, d.top, rs, d.offset, n, scratch);
             if (pair) {
@@ -378,40 +420,58 @@ static void conv_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o, i
             }
         }
 #endif
-        for (int32_t c0 = 0; c0 < cout; c0 += MSF_CONV_CHUNK) {
-            const int32_t count = cout - c0 < MSF_CONV_CHUNK ? cout - c0 : MSF_CONV_CHUNK;
-            d.w = w0 + c0 * filter;
-            d.bias = l->bias ? l->bias + c0 : 0;
-#if MSF_DSP
-            if (gathered) {
-                if (pair) {
-                    gathered_pair(scratch, d.w, filter, d.bias, count, n, acc);
-                } else {
-                    gathered_one(scratch, d.w, filter, d.bias, count, n, acc);
-                }
-            } else
-#endif
-            if (pair) {
-                direct_pair(&t, &d, count, acc);
-            } else {
-                direct_one(&t, &d, count, acc);
-            }
-            if (sums) {
-                add_sums(acc, 1 + pair, count, o + 4 * c0, ors);
-            } else {
-                msf_requant_s8(acc, 1 + pair, count, l->mult + c0, l->shift + c0, &oq,
-                               l->narrow, o + c0, ors);
-            }
-        }
-        MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * cout);
+        chunks(l, gathered, pair, scratch, n, &t, &d, w0, sums, o, ors);
+        MSF_COUNT((1 + pair) * (w.y1 - w.y0) * (cw.x1 - cw.x0) * cin * l->out_c);
         row += 1 + pair;
         o += (1 + pair) * ors;
     }
 }
 
+/* conv_column for a 1x1 window without padding, requantized: never clipped, so the rows pair
+ * up in order and a pixel's taps are its in_c channels where they lie, in any view; no window
+ * to derive per row (a channel-split group's expansion calls this per group and column) */
+static void pointwise_column(const msf_layer_t *l, const msf_view_t *in, int8_t *o,
+                             int32_t ors, int32_t col, int32_t r0, int32_t r1)
+{
+    const int32_t cin = l->in_c, step = l->stride_h * in->row_stride;
+    taps_t t;                           /* one run of cin taps per pixel (cols[0] alone set) */
+    t.cols[0] = msf_pixel(in, r0 * l->stride_h, col * l->stride_w);
+    t.x0 = t.y0 = 0;
+    t.y1 = t.runs = t.kw = 1;
+    t.run = t.cin = cin;
+    direct_t d = {0, 0, cin, l->in_offset, 0, step, step};
+#if MSF_DSP
+    int16_t scratch[2 * MSF_CONV_GATHER];
+    const int gathered = cin >= 4 && cin <= MSF_CONV_GATHER;
+#else
+    int16_t *const scratch = 0;
+    const int gathered = 0;
+#endif
+    for (int32_t row = r0; row < r1;) {
+        const int pair = row + 1 < r1;
+#if MSF_DSP
+        if (gathered) {
+            expand(t.cols[0] + d.top, cin, d.offset, scratch);
+            if (pair) {
+                expand(t.cols[0] + d.top + step, cin, d.offset, scratch + MSF_CONV_GATHER);
+            }
+        }
+#endif
+        chunks(l, gathered, pair, scratch, cin, &t, &d, l->weights, 0, o, ors);
+        row += 1 + pair;
+        d.top += (1 + pair) * step;
+        o += (1 + pair) * ors;
+    }
+    MSF_COUNT((r1 - r0) * cin * l->out_c);
+}
+
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                        int32_t col, int32_t r0, int32_t r1)
 {
+    if (l->kernel_h == 1 && l->kernel_w == 1 && !l->pad_top && !l->pad_left) {
+        pointwise_column(l, in, msf_pixel(out, r0, col), out->row_stride, col, r0, r1);
+        return;
+    }
     conv_column(l, in, msf_pixel(out, r0, col), out->row_stride, 0, col, r0, r1);
 }
 
