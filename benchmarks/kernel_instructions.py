@@ -17,7 +17,7 @@ bookkeeping, ring moves) and mix / F the layer mix (recomputation falling on lay
 more or less per MAC than the network's average). --blocks prints it per edge.
 
 Run: python benchmarks/kernel_instructions.py [--boards qemu_f767zi,...] [--shapes-only]
-     [--networks-only] [--models a,b] [--plans p1:1.3] [--blocks]
+     [--networks-only] [--models a,b] [--plans p1:1.3] [--blocks] [--thin]
                                                       (~1 min per board for the shapes)
 """
 from __future__ import annotations
@@ -53,6 +53,17 @@ SHAPES = {
                                                       "stride": 2, "act": "relu6"}, 8.58),
     "pointwise 48->16, 20x20": ([20, 20, 48], {"op": "pointwise", "out": 16}, 2.24),
     "dense 1280->1000": ([1, 1, 1280], {"op": "dense", "out": 1000}, 1.91),
+}
+# --thin: the thin layers of mbv2-w0.35-paper's first block, where its fused plans recompute
+# (few MACs per output, so a fixed per-output cost weighs more per MAC; no CMSIS-NN figure)
+THIN = {
+    "pointwise 5->30, 72x72": ([72, 72, 5], {"op": "pointwise", "out": 30, "act": "relu6"},
+                               None),
+    "pointwise 8->30, 72x72": ([72, 72, 8], {"op": "pointwise", "out": 30, "act": "relu6"},
+                               None),
+    "pointwise 11->5, 72x72": ([72, 72, 11], {"op": "pointwise", "out": 5}, None),
+    "depthwise 3x3 s1, 11 ch, 72x72": ([72, 72, 11], {"op": "depthwise_conv2d", "kernel": 3,
+                                                      "act": "relu6"}, None),
 }
 NETWORKS = ("mbv2-w0.35-paper", "mcunet-vww-5fps", "mbv2-w0.35-r144")
 PLANS = (("vanilla", {"objective": "vanilla"}), ("p1:1.3", {"max_overhead": "1.3"}),
@@ -99,9 +110,9 @@ def project_for(tmp: Path, tag: str, board: str, profile: bool = False, **option
     return project
 
 
-def shapes_table(core, tmp: Path, boards, jobs: int) -> None:
+def shapes_table(core, tmp: Path, boards, jobs: int, shapes=SHAPES) -> None:
     models = {}
-    for i, (name, (shape, layer, _)) in enumerate(SHAPES.items()):
+    for i, (name, (shape, layer, _)) in enumerate(shapes.items()):
         path = tmp / f"shape{i}.yaml"
         path.write_text(yaml.safe_dump({"name": f"shape{i}", "input": {"shape": shape},
                                         "weights": {"random": 1}, "layers": [layer]}))
@@ -109,17 +120,17 @@ def shapes_table(core, tmp: Path, boards, jobs: int) -> None:
 
     def one(job):
         name, board = job
-        project = project_for(tmp, f"shape{list(SHAPES).index(name)}", board,
+        project = project_for(tmp, f"shape{list(shapes).index(name)}", board,
                               model=str(models[name]), objective="vanilla")
         return job, run(core, project, board)
 
-    jobs_list = [(n, b) for n in SHAPES for b in boards]
+    jobs_list = [(n, b) for n in shapes for b in boards]
     with ThreadPoolExecutor(jobs) as pool:
         results = dict(pool.map(one, jobs_list))
     head = " | ".join(f"{b} instr/MAC" for b in boards)
     print(f"| layer | nominal MACs | {head} | CMSIS-NN M7 | M7 / CMSIS-NN |")
     print("|---|---:|" + "---:|" * len(boards) + "---:|---:|")
-    for name, (shape, layer, cmsis) in SHAPES.items():
+    for name, (shape, layer, cmsis) in shapes.items():
         macs = nominal_macs(shape, layer)
         cells, m7 = [], None
         for board in boards:
@@ -130,8 +141,9 @@ def shapes_table(core, tmp: Path, boards, jobs: int) -> None:
             ipm = int(r["cycles"]) / macs
             cells.append(f"{ipm:.2f}")
             m7 = ipm if board == "qemu_f767zi" else m7
-        ratio = f"{m7 / cmsis:.2f}x" if m7 else "-"
-        print(f"| {name} | {macs:,} | {' | '.join(cells)} | {cmsis} | {ratio} |", flush=True)
+        ratio = f"{m7 / cmsis:.2f}x" if m7 and cmsis else "-"
+        print(f"| {name} | {macs:,} | {' | '.join(cells)} | {cmsis or '-'} | {ratio} |",
+              flush=True)
 
 
 def solved(model, label: str, board: str):
@@ -149,10 +161,10 @@ def layer_costs(model, vanilla, edge_cycles) -> dict[int, float]:
     for e, cycles in zip(vanilla.blocks, edge_cycles):
         ls = range(e.first, e.last + 1)
         macs = [exact_cost.layer_macs(model.layers[l]) for l in ls]
+        total = sum(macs)
         pixels = exact_cost.edge_layer_pixels(model, e)
         for l, m in zip(ls, macs):
-            share = m / sum(macs) if sum(macs) else 1 / len(ls)
-            cost[l] = cycles * share / pixels[l]
+            cost[l] = cycles * (m / total if total else 1 / len(ls)) / pixels[l]
     return cost
 
 
@@ -226,6 +238,8 @@ def main(argv=None) -> int:
     ap.add_argument("--networks-only", action="store_true")
     ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--thin", action="store_true",
+                    help="the shapes table over mbv2's thin first-block layers instead")
     ap.add_argument("--blocks", action="store_true",
                     help="also every edge's instructions beside its layer-mix prediction")
     args = ap.parse_args(argv)
@@ -235,7 +249,7 @@ def main(argv=None) -> int:
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         if not args.networks_only:
-            shapes_table(core, tmp, boards, args.jobs)
+            shapes_table(core, tmp, boards, args.jobs, THIN if args.thin else SHAPES)
         if not args.shapes_only:
             plans = [p for p in PLANS if p[0] in args.plans.split(",") + ["vanilla"]]
             networks_table(core, tmp, boards, args.models.split(","), args.jobs, plans,

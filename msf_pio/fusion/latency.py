@@ -163,13 +163,11 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
         staged = last > end or stream    # the last spatial layer's pixels go one by one
         for l in range(first, end + 1):
             rows, cols = sweep.rows[l], layers[l].out_shape[1]
-            if _row_call(layers[l]) and not (l == end and staged):
-                # one call per row: the row as the one column of the transposed layer
-                add(_spatial_counts(layers[l], sweep.layer_macs[l], rows, [cols] * rows, 1,
-                                    True, dsp))
-            else:                                     # one call per pixel
-                add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * cols, [1] * rows,
-                                    cols, True, dsp))
+            # a call per row (the row as the one column of the transposed layer) or per pixel
+            per_call, calls = (cols, 1) if _row_call(layers[l]) and not (l == end and staged) \
+                else (1, cols)
+            add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * calls, [per_call] * rows,
+                                calls, True, dsp))
         return counts
     sched = block_schedule(model, end, first, tile_rows)
     _, produced = column_sweep(model, end, first)
