@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 
+from . import progress
 from .codegen.generate import generate
 from .codegen.host import HostBuild
 from .errors import MsfError
@@ -62,9 +63,11 @@ def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
     build = HostBuild(generate(model, plan))
     unfused_plan = solvers.vanilla(build_graph(model, "exact"))
     unfused = HostBuild(generate(model, unfused_plan))
+    step = progress.task("verify: host builds and runs", total=len(seeds))
     try:
         runs = []
         for seed in seeds:
+            step.update(note=f"seed {seed}")
             x = seeded_input(model, seed)
             out = build.run(x).output
             runs.append({
@@ -77,7 +80,9 @@ def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
                 "sanitizer_clean": (bool(np.array_equal(build.run(x, "sanitize").output, out))
                                     if sanitize else None),
             })
+            step.advance()
     finally:
+        step.close()
         build.close()
         unfused.close()
     result = {

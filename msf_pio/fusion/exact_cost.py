@@ -37,6 +37,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .. import progress
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Layer, Model
@@ -335,7 +336,9 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
     _check(model)
     stream_input.check(model)
     out = [_single(model, i) for i in range(model.n_layers)]
+    step = progress.task("costing fusion blocks (last layer)", total=model.n_layers)
     for end, layer in enumerate(model.layers):
+        step.update(end, f"{len(out)} edges")
         if layer.op not in ir.SPATIAL_OPS:
             continue
         lowest = _lowest_first(model, end)
@@ -377,6 +380,7 @@ def edges(model: Model, schemes: tuple[str, ...] = SCHEMES) -> list[Edge]:
                     out.append(Edge(first, last, ram,
                                     sum(macs[l] for l in range(first, end + 1)) + head_macs,
                                     scheme, detail, t))
+    step.close()
     if "channel-split" in schemes:           # inverted-residual triples (channel_split.py)
         from . import channel_split
         out += channel_split.edges(model)

@@ -10,6 +10,7 @@ import math
 
 import numpy as np
 
+from .. import progress
 from ..errors import MsfError
 from .edge import Edge
 from .graph import FusionGraph
@@ -105,10 +106,12 @@ def pareto(graph: FusionGraph) -> list[Plan]:
     thresholds = np.unique(graph.ram)
     macs = min_macs_by_threshold(graph, thresholds)
     plans, last = [], _INF
-    for t, m in zip(thresholds, macs):
-        if m < last:
-            plans.append(_plan(graph, min_mac_path(graph, t), "pareto"))
-            last = m
+    with progress.task("Pareto frontier: plans") as step:
+        for t, m in zip(thresholds, macs):
+            if m < last:
+                plans.append(_plan(graph, min_mac_path(graph, t), "pareto"))
+                last = m
+                step.advance()
     return plans
 
 
@@ -118,7 +121,11 @@ def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan
     if board is None:
         raise MsfError("the min_latency objective needs a board (--board)")
     coefficients = latency.profile(board)
-    cost = [latency.edge_instructions(graph.model, e, coefficients) for e in graph.edges]
+    cost = []
+    with progress.task(f"predicting {board} cycles of edges", total=len(graph.edges)) as step:
+        for e in graph.edges:
+            cost.append(latency.edge_instructions(graph.model, e, coefficients))
+            step.advance()
     return _plan(graph, min_mac_path(graph, ram_limit, cost), "min_latency", ram_limit=ram_limit)
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import sys
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
-from .. import __version__
+from .. import __version__, progress
 from ..options import parse_max_overhead, parse_ram_limit
 from ..errors import MsfError
 from ..fusion.solvers import OBJECTIVES
@@ -166,14 +167,17 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     from ..verify import crc32, quantized_model, seeded_input
     from .golden import golden_sources
 
+    board = facts.board
+    step = progress.task(f"{board}: model, plan and code", total=4)
+    step.update(0, "quantizing the model")
     model = quantized_model(options.model, options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream",
                     stream_input=options.input == "stream")
-    board = facts.board
     io_bytes = 0 if model.stream_output else int(np.prod(model.output_shape))
     ram_limit = options.ram_limit
     if ram_limit is None:
         ram_limit = facts.ram_budget(io_bytes)
+    step.update(1, "planning")
     graph = build_graph(model, options.cost_model)
     context = f" for {board}" if options.ram_limit is not None else (
         f" for {board} ({facts.ram} B of RAM less I/O buffers {io_bytes} B, stack {facts.stack} B"
@@ -185,6 +189,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
                  for e in build_graph(model, "exact", schemes=("h-cache",)).edges}
         plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
                        cost_model="exact")
+    step.update(2, "generating C")
     sources = generate(model, plan, measure=options.measure)
     weight_bytes = sum(l.weights.w.size + 9 * l.weights.bias.size
                        for l in model.layers if l.weights is not None)
@@ -199,8 +204,11 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         raise MsfError(f"{board} has {facts.ram} B of RAM; the {plan.label} plan needs "
                        f"{facts.ram_breakdown(plan.peak_ram, io_bytes)}; plans that fit have an "
                        f"arena of at most {budget} B ({fits})", source=f"model {model.name}")
+    step.update(3, "reference output")
     x = seeded_input(model, 0)
     y = run_model(model, x).reshape(-1)
+    step.update(4, "")
+    step.close()
     lib = root / LIB_NAME
     golden_h, golden_c = golden_sources(x, y, board, int(ram_limit if ram_limit is not None
                                                            and not math.isinf(ram_limit)
@@ -255,6 +263,7 @@ def configure(env) -> None:
     options, generate, compile the model into the program and show its headers to the
     project's src/ and test/ (a library's include path is shared with its dependents)."""
     start = time.perf_counter()
+    progress.configure("lines", sys.stdout)     # the build log: plain periodic lines
     board = env.BoardConfig()
     project_dir = Path(env.subst("$PROJECT_DIR"))
     env_name = env.subst("$PIOENV")
