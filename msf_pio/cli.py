@@ -6,18 +6,36 @@ import json
 import sys
 from pathlib import Path
 
+from . import __version__
 from .errors import MsfError
 from .options import parse_max_overhead, parse_ram_limit  # noqa: F401  (re-exported)
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """Every option's help ends with its default, where it has one."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if action.default in (None, False, argparse.SUPPRESS) or "default" in text:
+            return text
+        return f"{text} (default: %(default)s)".lstrip()
+
 
 def _add_solve_options(p: argparse.ArgumentParser) -> None:
     from .fusion.solvers import OBJECTIVES
     p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
-    p.add_argument("--objective", choices=OBJECTIVES, default="min_ram")
-    p.add_argument("--max-overhead", default="inf", help="P1's Fmax (a number >= 1, or inf)")
-    p.add_argument("--ram-limit", default=None, help="P2's Pmax in bytes (65536, 64kB, 64KiB)")
-    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    p.add_argument("--objective", choices=OBJECTIVES, default="min_ram",
+                   help="min_ram (P1), min_macs (P2), min_latency, vanilla (no fusion), "
+                        "heuristic (fuse the head only)")
+    p.add_argument("--max-overhead", default="inf", metavar="F",
+                   help="P1's Fmax (a number >= 1, or inf)")
+    p.add_argument("--ram-limit", default=None, metavar="BYTES",
+                   help="P2's Pmax in bytes (65536, 64kB, 64KiB) (default: no limit)")
+    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact",
+                   help="exact: what the generated code uses; paper: the paper's model")
     p.add_argument("--board", default=None,
-                   help="predict latency on this calibrated board (min_latency needs one)")
+                   help="predict latency on this calibrated board (min_latency needs one) "
+                        "(default: none)")
 
 
 def _add_schemes_option(p: argparse.ArgumentParser) -> None:
@@ -40,11 +58,11 @@ def _schemes(args) -> tuple[str, ...] | None:
     return names
 
 
-def _add_io_options(p: argparse.ArgumentParser, run: bool = False) -> None:
+def _add_io_options(p: argparse.ArgumentParser) -> None:
     """How the network input and output meet the caller: whole buffers, or streamed (input rows
-    from a source callback, output pixels to a sink; the arena then holds what they need)."""
-    names = ("--input-mode",) if run else ("--input", "--input-mode")   # run: --input is a file
-    p.add_argument(*names, dest="input_mode", choices=("buffer", "stream"), default="buffer",
+    from a source callback, output pixels to a sink; the arena then holds what they need).
+    A mode is `--*-mode`; `--input` is always a file, `--out` always what a command writes."""
+    p.add_argument("--input-mode", choices=("buffer", "stream"), default="buffer",
                    help="network input: the caller's buffer, or rows pulled from a callback")
     p.add_argument("--output-mode", choices=("buffer", "stream"), default="buffer",
                    help="network output: the caller's buffer, or pixels handed to a callback")
@@ -106,15 +124,15 @@ def cmd_pareto(args) -> int:
         print(json.dumps([p.to_json() for p in plans], indent=2))
     else:
         print(render_pareto(graph, plans))
-    if args.plot:
+    if args.out:
         from .fusion.report import plot_pareto
         frontiers = {_schemes_label(args.cost_model, schemes): plans}
         if args.cost_model == "exact" and tuple(schemes or ()) != ("h-cache",):
             # the paper's scheme alone, beside: what the other schemes gain
             only = solvers.pareto(build_graph(model, "exact", ("h-cache",)))
             frontiers[_schemes_label("exact", ("h-cache",))] = only
-        plot_pareto(graph, frontiers, args.plot)
-        print(f"wrote {args.plot}")
+        plot_pareto(graph, frontiers, args.out)
+        print(f"wrote {args.out}")
     return 0
 
 
@@ -174,8 +192,8 @@ def cmd_run(args) -> int:
         out = build.run(x).output.reshape(model.output_shape)
     finally:
         build.close()
-    save_atomic(args.output, lambda f: np.save(f, out))
-    print(f"{plan.label}: wrote {args.output} ({out.dtype}, shape {list(out.shape)})")
+    save_atomic(args.out, lambda f: np.save(f, out))
+    print(f"{plan.label}: wrote {args.out} ({out.dtype}, shape {list(out.shape)})")
     return 0
 
 
@@ -184,8 +202,8 @@ def cmd_export(args) -> int:
     from .export.tflite import tflite_bytes
     model = _quantized_from_args(args)
     data = tflite_bytes(model)
-    save_atomic(args.tflite, lambda f: f.write(data))
-    print(f"wrote {args.tflite} ({len(data)} bytes, {model.n_layers} layers)")
+    save_atomic(args.out, lambda f: f.write(data))
+    print(f"wrote {args.out} ({len(data)} bytes, {model.n_layers} layers)")
     return 0
 
 
@@ -209,6 +227,7 @@ def cmd_init(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) "
                                      "plans and int8 C code for microcontroller CNNs")
+    parser.add_argument("--version", action="version", version=f"msf-pio {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("solve", help="find a fusion plan and print it")
@@ -219,11 +238,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
-    p.add_argument("model")
-    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact")
+    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    p.add_argument("--cost-model", choices=("exact", "paper"), default="exact",
+                   help="exact: what the generated code uses; paper: the paper's model")
     _add_schemes_option(p)
-    p.add_argument("--json", action="store_true")
-    p.add_argument("--plot", metavar="FILE.png", help="also plot the frontier (needs matplotlib)")
+    p.add_argument("--json", action="store_true", help="print the plans' JSON")
+    p.add_argument("--out", metavar="FILE.png", help="also draw the frontier (needs matplotlib)")
     p.set_defaults(func=cmd_pareto)
 
     p = sub.add_parser("verify", help="build the plan's C on the host and check it against "
@@ -233,14 +253,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--seeds", type=int, default=1, help="how many seeded inputs")
     p.add_argument("--no-sanitize", action="store_true", help="skip the ASan/UBSan build")
     _add_calibration_options(p)
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the result as JSON")
     _add_schemes_option(p)
     _add_io_options(p)
     p.set_defaults(func=cmd_verify)
 
     p = sub.add_parser("generate", help="write msf_model.h/.c and plan.json for a plan")
     _add_solve_options(p)
-    p.add_argument("--out", required=True, help="output directory")
+    p.add_argument("--out", required=True, metavar="DIR", help="the folder to write")
     _add_calibration_options(p)
     _add_schemes_option(p)
     _add_io_options(p)
@@ -248,16 +268,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
     _add_solve_options(p)
-    p.add_argument("--input", required=True, help=".npy input: int8 HWC, or float (quantized)")
-    p.add_argument("--output", required=True, help=".npy output (int8)")
+    p.add_argument("--input", required=True, metavar="FILE.npy",
+                   help="the input: int8 HWC, or float (quantized)")
+    p.add_argument("--out", required=True, metavar="FILE.npy", help="the output (int8)")
     _add_calibration_options(p)
     _add_schemes_option(p)
-    _add_io_options(p, run=True)
+    _add_io_options(p)
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("export", help="write the quantized model as a .tflite")
-    p.add_argument("model")
-    p.add_argument("--tflite", required=True, metavar="OUT.tflite")
+    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    p.add_argument("--out", required=True, metavar="FILE.tflite", help="the .tflite to write")
     _add_calibration_options(p)
     p.set_defaults(func=cmd_export)
 
@@ -265,13 +286,14 @@ def build_parser() -> argparse.ArgumentParser:
                        "PlatformIO, run it in QEMU and print the report")
     p.add_argument("--board", default="qemu_f767zi",
                    choices=("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3",
-                            "qemu_esp32s3"))
+                            "qemu_esp32s3"), help="the emulated board")
     p.add_argument("--model", help="model instead of the demo's (zoo name or absolute path)")
     p.set_defaults(func=cmd_demo)
 
     p = sub.add_parser("init", help="write a new PlatformIO project that runs a model on the "
                        "chosen boards (platformio.ini, src/, test/, the monitor filter)")
-    p.add_argument("directory", nargs="?", default=".", type=Path)
+    p.add_argument("directory", nargs="?", default=".", type=Path,
+                   help="the project folder")
     p.add_argument("--board", action="append", help="a board env of the demo (repeatable; "
                    "default qemu_f767zi), e.g. nucleo_f767zi, hifive1-revb, qemu_hifive1b")
     p.add_argument("--model", default="mbv2-w0.35-paper", help="zoo name, .yaml or .onnx file "
@@ -281,11 +303,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="print the table as JSON")
     p.set_defaults(func=cmd_paper_table1)
 
     from .pio.monitor_cli import add_monitor_command
     add_monitor_command(sub)
+    for action in sub._choices_actions:        # each command's own help: its summary, defaults
+        command = sub.choices[action.dest]
+        command.formatter_class = _HelpFormatter
+        command.description = command.description or action.help
     return parser
 
 

@@ -66,7 +66,7 @@ def test_cli_calibration_option(tmp_path):
     (tmp_path / "calib").mkdir()
     for i in range(3):
         np.save(tmp_path / "calib" / f"{i}.npy", _images(1, seed=i)[0])
-    run = [sys.executable, "-m", "msf_pio.cli", "export", str(net), "--tflite"]
+    run = [sys.executable, "-m", "msf_pio.cli", "export", str(net), "--out"]
     proc = subprocess.run([*run, str(tmp_path / "a.tflite"), "--calibration",
                            str(tmp_path / "calib")], capture_output=True, text=True)
     assert proc.returncode == 0 and "warning" not in proc.stderr, proc.stderr

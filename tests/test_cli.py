@@ -67,7 +67,7 @@ def test_bad_options_are_one_line_errors(capsys, argv, words):
 def test_pareto_and_plot(capsys, tmp_path):
     png = tmp_path / "frontier.png"
     code, out, _ = run(capsys, "pareto", "mn2-320k-paper", "--cost-model", "paper",
-                       "--plot", str(png))
+                       "--out", str(png))
     assert code == 0 and "17 plans" in out
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     code, out, _ = run(capsys, "pareto", "tiny", "--json")
@@ -83,14 +83,14 @@ def test_pareto_plot_draws_all_schemes_beside_h_cache_only(capsys, tmp_path, mon
     monkeypatch.setattr(report, "plot_pareto",
                         lambda graph, frontiers, path: drawn.update(frontiers))
     every = ", ".join(SCHEMES)
-    code, _, _ = run(capsys, "pareto", "mbv2-w0.35-paper", "--plot", str(tmp_path / "f.png"))
+    code, _, _ = run(capsys, "pareto", "mbv2-w0.35-paper", "--out", str(tmp_path / "f.png"))
     assert code == 0 and set(drawn) == {every, "h-cache only"}
     best = {label: min(p.peak_ram for p in plans) for label, plans in drawn.items()}
     least_f = {label: min(p.overhead for p in plans) for label, plans in drawn.items()}
     assert best["h-cache only"] >= best[every]
     assert least_f[every] == 1.0
     drawn.clear()
-    code, _, _ = run(capsys, "pareto", "tiny", "--schemes", "h-cache", "--plot",
+    code, _, _ = run(capsys, "pareto", "tiny", "--schemes", "h-cache", "--out",
                      str(tmp_path / "g.png"))
     assert code == 0 and set(drawn) == {"h-cache only"}
 
@@ -103,7 +103,7 @@ def test_codegen_commands_take_schemes(capsys, tmp_path):
                      "--out", str(tmp_path))
     blocks = json.loads((tmp_path / "plan.json").read_text())["blocks"]
     assert code == 0 and {b["scheme"] for b in blocks} == {"single", "tiles"}
-    for argv in (["verify", "tiny"], ["run", "tiny", "--input", "x.npy", "--output", "y.npy"]):
+    for argv in (["verify", "tiny"], ["run", "tiny", "--input", "x.npy", "--out", "y.npy"]):
         code, _, err = run(capsys, *argv, "--schemes", "v-cache")
         assert code == 2 and "--schemes" in err and len(err.strip().splitlines()) == 1
 
@@ -133,3 +133,60 @@ def test_solve_names_the_scheme_of_each_block(capsys):
     code, out, _ = run(capsys, "solve", "mcunet-vww-5fps", "--max-overhead", "1.3",
                        "--schemes", "tiles")
     assert code == 0 and "tiles t=" in out and "line-buffer" not in out
+
+
+def test_version_is_library_json_for_the_package_too(capsys):
+    """One version: library.json's, for `--version`, the package and PlatformIO's library."""
+    from importlib.metadata import version
+    from pathlib import Path
+    manifest = json.loads((Path(__file__).parents[1] / "library.json").read_text())["version"]
+    with pytest.raises(SystemExit) as exc:
+        main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out == f"msf-pio {manifest}\n"
+    assert version("msf-pio") == manifest          # setup.cfg read the same file
+
+
+def _commands():
+    from msf_pio.cli import build_parser
+    sub = next(a for a in build_parser()._actions if a.choices and "solve" in a.choices)
+    return sub.choices
+
+
+def test_help_shows_every_default(capsys):
+    """An option with a default names it in its help; flags and options without one do not
+    pretend to have one."""
+    for name, parser in _commands().items():
+        text = " ".join(parser.format_help().split())
+        for action in parser._actions:
+            if action.default in (None, False) or action.help is None or \
+                    not action.option_strings or action.dest == "help":
+                continue
+            assert f"(default: {action.default})" in text or \
+                f"default: {action.default}" in text, (name, action.dest)
+
+
+def test_one_spelling_per_concept():
+    """--input is only ever a file (run), the modes are --*-mode, and what a command writes is
+    --out; none of the old spellings is left."""
+    for name, parser in _commands().items():
+        flags = {f for a in parser._actions for f in a.option_strings}
+        assert not flags & {"--output", "--tflite", "--plot", "--csv"}, name
+        if "--input" in flags:
+            action = next(a for a in parser._actions if "--input" in a.option_strings)
+            assert name == "run" and action.metavar == "FILE.npy"
+        for mode in ("--input-mode", "--output-mode"):
+            if mode in flags:
+                action = next(a for a in parser._actions if mode in a.option_strings)
+                assert action.choices == ("buffer", "stream")
+
+
+def test_tables_name_layers_short_and_json_keeps_the_files_names(capsys, tmp_path):
+    from .tflite_builder import foreign_net
+    net = tmp_path / "net.tflite"
+    net.write_bytes(foreign_net())
+    code, out, _ = run(capsys, "solve", str(net), "--objective", "vanilla")
+    assert code == 0 and "stem/relu6" not in out and "dw/relu" not in out
+    assert all(f"{name} " in out for name in ("conv0", "dwconv1", "conv2", "add3", "maxpool4"))
+    code, out, _ = run(capsys, "solve", str(net), "--objective", "vanilla", "--json")
+    blocks = json.loads(out)["blocks"]
+    assert code == 0 and blocks[0]["names"] == ["stem/relu6"] and blocks[3]["names"] == ["add"]

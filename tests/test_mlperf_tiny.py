@@ -33,7 +33,7 @@ MLPERF_TINY = {   # zoo name -> (input shape, output shape, op kinds)
 def test_mlperf_tiny_round_trip_is_bit_exact_with_tflm(name, tmp_path):
     shape, out_shape, ops = MLPERF_TINY[name]
     path = tmp_path / f"{name}.tflite"
-    proc = subprocess.run([sys.executable, "-m", "msf_pio.cli", "export", name, "--tflite",
+    proc = subprocess.run([sys.executable, "-m", "msf_pio.cli", "export", name, "--out",
                            str(path)], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     model = load_model(str(path))

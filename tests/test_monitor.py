@@ -216,14 +216,22 @@ def logs(tmp_path):
 
 def test_cli_log_file(capsys, logs, tmp_path):
     good, bad = logs
-    code, out, err = run_cli(capsys, "--log", str(good), "--csv", str(tmp_path / "r.csv"),
-                             "--json", str(tmp_path / "r.json"))
+    code, out, err = run_cli(capsys, "--log", str(good), "--out", str(tmp_path / "r.csv"),
+                             "--out", str(tmp_path / "r.json"))
     assert code == 0 and err == ""
     assert out.count(OK_VERDICT) == 1 and "boot\n" in out and out.endswith("all ok\n")
     assert len(monitor.read_csv(tmp_path / "r.csv")) == 2
     assert monitor.read_json(tmp_path / "r.json")[1]["us"] == 5000
     code, out, _ = run_cli(capsys, "--log", str(bad), "--quiet")
     assert code == 1 and "boot" not in out and out.endswith("2 result(s): 1 not ok\n")
+
+
+def test_cli_json_prints_the_records_and_nothing_else(capsys, logs):
+    good, bad = logs
+    code, out, _ = run_cli(capsys, "--log", str(bad), "--json")
+    records = json.loads(out)
+    assert code == 1 and [r["verdict"] == "ok" for r in records] == [True, False]
+    assert records == monitor.export_rows(monitor.parse_lines(bad.read_text().splitlines()), None)
 
 
 def test_cli_plan_and_count(capsys, logs, tmp_path):
@@ -291,6 +299,7 @@ def test_cli_serial_port(capsys, monkeypatch):
     (["--run", "--", "/nonexistent/cmd"], "cannot run command"),
     (["--port", "/nonexistent/tty"], "cannot open serial port"),
     (["--log", "x", "--plan", "/nonexistent/plan.json"], "cannot read plan JSON"),
+    (["--log", "x", "--out", "r.txt"], "--out: must end in .csv or .json"),
 ])
 def test_cli_errors_are_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)

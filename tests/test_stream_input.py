@@ -151,12 +151,12 @@ def test_platformio_option(tmp_path):
 
 
 def test_cli_input_stream(capsys):
-    assert main(["solve", "mcunet-vww-5fps", "--max-overhead", "1.3", "--input", "stream",
+    assert main(["solve", "mcunet-vww-5fps", "--max-overhead", "1.3", "--input-mode", "stream",
                  "--output-mode", "stream"]) == 0
     out = capsys.readouterr().out
     assert "+ I/O 0 B" in out and "(input stream, output stream)" in out
     with pytest.raises(SystemExit):
-        main(["solve", "tiny", "--input", "camera"])
+        main(["solve", "tiny", "--input-mode", "camera"])
 
 
 @pytest.mark.parametrize("target", ["cortex-m7", "rv32imac", "xtensa-lx106"])

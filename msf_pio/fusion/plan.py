@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..model.ir import layer_label
 from .edge import Edge
 
 
@@ -18,7 +19,8 @@ class Plan:
     ram_limit: float | None = None
     feasible: bool = True
     reason: str = ""
-    layer_names: list[str] = field(default_factory=list, repr=False)
+    layer_names: list[str] = field(default_factory=list, repr=False)   # the file's (JSON only)
+    layer_labels: list[str] = field(default_factory=list, repr=False)  # op + index (tables)
     stream_output: bool = False
     stream_input: bool = False
     io_bytes: int = 0                         # the caller's input and output buffers
@@ -31,6 +33,7 @@ class Plan:
         plan = cls(model=graph.model.name, cost_model=graph.cost_model, objective=objective,
                    blocks=path or [], unfused_macs=graph.unfused_macs,
                    layer_names=[l.name for l in graph.model.layers],
+                   layer_labels=[layer_label(l.op, i) for i, l in enumerate(graph.model.layers)],
                    stream_output=graph.model.stream_output,
                    stream_input=graph.model.stream_input, io_bytes=_io_bytes(graph.model),
                    **opts)
@@ -99,6 +102,8 @@ class Plan:
                 "predicted_us": None if self.predicted_us is None else round(self.predicted_us)}
                if self.board else {}),
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
+                        **({"names": self.layer_names[e.first:e.last + 1]}
+                           if self.layer_names else {}),
                         **({"tile_rows": e.tile_rows}
                            if e.scheme in ("tiles", "channel-split") else {}),
                         "ram_bytes": e.ram, "macs": e.macs,

@@ -6,10 +6,8 @@ from .plan import Plan
 
 
 def _layers(plan: Plan, first: int, last: int) -> str:
-    names = plan.layer_names
-    span = f"{first}" if first == last else f"{first}-{last}"
-    label = names[first] if first == last else f"{names[first]} .. {names[last]}"
-    return f"{span:>7s}  {label}"
+    names = plan.layer_labels
+    return names[first] if first == last else f"{names[first]}..{names[last]}"
 
 
 def render_plan(plan: Plan, hint: dict | None = None) -> str:
@@ -20,9 +18,9 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         if hint:
             lines.append(f"nearest feasible: {hint['message']}")
         return "\n".join(lines)
-    lines = [head, f"{'layers':>7s}  {'names':44s} {'scheme':21s} {'RAM B':>9s} {'MACs':>12s}"]
-    for e in plan.blocks:
-        lines.append(f"{_layers(plan, e.first, e.last):53s} {e.label:21s} {e.ram:9d} {e.macs:12d}")
+    rows = [(_layers(plan, e.first, e.last), e.label, f"{e.ram:,}", f"{e.macs:,}")
+            for e in plan.blocks]
+    lines = [head] + table([("layers", "scheme", "RAM B", "MACs")] + rows, right=(2, 3))
     fused = sum(1 for e in plan.blocks if e.fused)
     lines.append(f"peak RAM {plan.peak_ram} B ({plan.peak_ram / 1000:.3f} kB)  MACs {plan.macs}  "
                  f"F={plan.overhead:.3f}  edges {len(plan.blocks)} ({fused} fusion blocks)")
@@ -36,6 +34,13 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         lines.append(f"predicted latency on {plan.board}: {plan.predicted_instructions} "
                      f"cycles{time}")
     return "\n".join(lines)
+
+
+def table(rows: list[tuple[str, ...]], right=()) -> list[str]:
+    """Rows of cells as aligned lines (the columns in `right`, numbers, to the right)."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.rjust(w) if i in right else c.ljust(w)
+                      for i, (c, w) in enumerate(zip(r, widths))).rstrip() for r in rows]
 
 
 def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:

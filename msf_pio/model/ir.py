@@ -39,6 +39,17 @@ HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output 
 ALL_OPS = SPATIAL_OPS + HEAD_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
 
+# Short op names for tables: a layer is shown as op + index (dwconv3); the file's own tensor
+# or node names, often hundreds of characters, appear only in JSON.
+SHORT_OP = {CONV: "conv", DEPTHWISE: "dwconv", MAX_POOL: "maxpool", AVG_POOL: "avgpool",
+            GLOBAL_AVGPOOL: "gavgpool", HARD_SWISH: "hswish", LEAKY_RELU: "lrelu"}
+
+
+def layer_label(op: str, index: int) -> str:
+    """The short name of layer `index` in tables and reports, e.g. conv0, dwconv1, add6."""
+    return f"{SHORT_OP.get(op, op)}{index}"
+
+
 Shape = tuple[int, int, int]   # (H, W, C)
 Pair = tuple[int, int]         # (rows, columns): a window's kernel or stride per axis
 

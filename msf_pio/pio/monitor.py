@@ -172,13 +172,14 @@ def render_report(records: list[dict], plan: dict | None = None) -> str:
     return _table(rows, right=range(3, 12 if timed else 11)) + "\n" + summary
 
 
-def _export_rows(records, plan):
+def export_rows(records, plan) -> list[dict]:
+    """The records, each with its verdict ('ok' or the problems)."""
     return [{**r, "verdict": "; ".join(problems(r, plan)) or "ok"} for r in records]
 
 
 def write_json(records: list[dict], path, plan: dict | None = None) -> None:
     """The records and each one's verdict ('ok' or the problems) as a JSON list."""
-    Path(path).write_text(json.dumps(_export_rows(records, plan), indent=2) + "\n")
+    Path(path).write_text(json.dumps(export_rows(records, plan), indent=2) + "\n")
 
 
 def write_csv(records: list[dict], path, plan: dict | None = None) -> None:
@@ -186,7 +187,7 @@ def write_csv(records: list[dict], path, plan: dict | None = None) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=[*FIELDS, "verdict"])
         writer.writeheader()
-        writer.writerows(_export_rows(records, plan))
+        writer.writerows(export_rows(records, plan))
 
 
 def read_json(path) -> list[dict]:

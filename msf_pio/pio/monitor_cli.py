@@ -7,6 +7,7 @@ reached, or the command failed), 2 on usage and I/O errors.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import queue
 import signal
@@ -30,11 +31,13 @@ def add_monitor_command(subparsers) -> None:
     src.add_argument("--log", metavar="FILE", help="captured serial output ('-' for stdin)")
     src.add_argument("--run", action="store_true",
                      help="run the command given after '--' and read its output")
-    p.add_argument("--baud", type=int, default=115200, help="with --port (default 115200)")
+    p.add_argument("--baud", type=int, default=115200, help="the serial port's rate, with --port")
     p.add_argument("--plan", metavar="plan.json",
                    help="also check the CRC and MACs against this plan JSON")
-    p.add_argument("--csv", metavar="FILE", help="write the results as CSV")
-    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--out", metavar="FILE", action="append",
+                   help="also write the results to FILE.csv or FILE.json (repeatable)")
+    p.add_argument("--json", action="store_true",
+                   help="print the results as JSON instead of the report")
     p.add_argument("--count", type=int, help="stop after N result lines")
     p.add_argument("--timeout", type=float, help="stop after S seconds")
     p.add_argument("-q", "--quiet", action="store_true",
@@ -126,6 +129,9 @@ def _check_args(args) -> list[str]:
     if cmd and not args.run:
         raise MsfError(f"unexpected arguments {' '.join(cmd)!r} (a command needs --run)",
                        where="monitor")
+    for path in args.out or ():
+        if os.path.splitext(path)[1].lower() not in _WRITERS:
+            raise MsfError(f"must end in .csv or .json, got {path!r}", where="--out")
     for name in ("count", "timeout", "baud"):
         value = getattr(args, name)
         if value is not None and not value > 0:
@@ -166,13 +172,15 @@ def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | 
     return records, None
 
 
+_WRITERS = {".csv": monitor.write_csv, ".json": monitor.write_json}
+
+
 def _export(records, args, plan) -> None:
-    for path, write in ((args.csv, monitor.write_csv), (args.json, monitor.write_json)):
-        if path:
-            try:
-                write(records, path, plan)
-            except OSError as exc:
-                raise MsfError(f"cannot write: {exc.strerror}", source=path) from None
+    for path in args.out or ():
+        try:
+            _WRITERS[os.path.splitext(path)[1].lower()](records, path, plan)
+        except OSError as exc:
+            raise MsfError(f"cannot write: {exc.strerror}", source=path) from None
 
 
 def cmd_monitor(args) -> int:
@@ -187,13 +195,16 @@ def cmd_monitor(args) -> int:
         source = _open_log(args.log)
 
     def echo(line):
-        if not args.quiet:
+        if not (args.quiet or args.json):
             print(line, flush=True)
     try:
         records, failure = _read_results(source, args, plan, echo)
     finally:
         source.close()
-    print(monitor.render_report(records, plan))
+    if args.json:
+        print(json.dumps(monitor.export_rows(records, plan), indent=2))
+    else:
+        print(monitor.render_report(records, plan))
     _export(records, args, plan)
     if failure:
         print(f"msf-pio monitor: {failure}", file=sys.stderr)
