@@ -317,7 +317,7 @@ def test_cross_compiles_warning_free(target, tmp_path):
         asm = subprocess.run([compiler, *flags, *WARNINGS, "-O2", "-ffreestanding",
                               f"-I{LIBRARY / 'include'}", "-S", "-o", "-", str(conv)],
                              capture_output=True, text=True).stdout
-        assert re.search(r"\bsmlad\b", asm), "the DSP path (__smlad) was not compiled in"
+        assert re.search(r"\bsmlad\b", asm), "the DSP path (SMLAD) was not compiled in"
 
 
 EMULATED_BOARDS = sorted(p.stem for p in (Path(PLATFORM_DIR) / "boards").glob("*.json"))

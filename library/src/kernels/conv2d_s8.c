@@ -45,21 +45,21 @@ MSF_INLINE void mac_2x2(const int pair, const int8_t *x0, const int8_t *x1, cons
     int32_t a00 = acc[0], a01 = acc[1], a10 = acc[2], a11 = acc[3];
     int32_t i = 0;
 #if MSF_DSP
-    const int16x2_t off2 = msf_lanes(offset);
+    const msf_x2_t off2 = msf_lanes(offset);
     for (; i + 4 <= n; i += 4) {
         const uint32_t v0 = msf_read4(w0 + i), v1 = msf_read4(w1 + i);
-        const int16x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
-        const int16x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
+        const msf_x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
+        const msf_x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
         const uint32_t u0 = msf_read4(x0 + i);
-        int16x2_t xe = msf_even(u0, off2), xo = msf_odd(u0, off2);
-        a00 = __smlad(xe, w0e, __smlad(xo, w0o, a00));
-        a01 = __smlad(xe, w1e, __smlad(xo, w1o, a01));
+        msf_x2_t xe = msf_even(u0, off2), xo = msf_odd(u0, off2);
+        a00 = msf_smlad(xe, w0e, msf_smlad(xo, w0o, a00));
+        a01 = msf_smlad(xe, w1e, msf_smlad(xo, w1o, a01));
         if (pair) {
             const uint32_t u1 = msf_read4(x1 + i);
             xe = msf_even(u1, off2);
             xo = msf_odd(u1, off2);
-            a10 = __smlad(xe, w0e, __smlad(xo, w0o, a10));
-            a11 = __smlad(xe, w1e, __smlad(xo, w1o, a11));
+            a10 = msf_smlad(xe, w0e, msf_smlad(xo, w0o, a10));
+            a11 = msf_smlad(xe, w1e, msf_smlad(xo, w1o, a11));
         }
     }
 #endif
@@ -153,11 +153,11 @@ static MSF_NOINLINE void direct_one(const taps_t *t, const direct_t *d, int32_t 
  * in dst's upper half (bytes [n, 2n)): each word is read before dst's lower part reaches it. */
 MSF_INLINE void expand(const int8_t *x, int32_t n, int32_t offset, int16_t *dst)
 {
-    const int16x2_t off2 = msf_lanes(offset);
+    const msf_x2_t off2 = msf_lanes(offset);
     const int32_t whole = n & ~3, r = n - whole;
     for (int32_t e = 0; e < whole; e += 4) {
         const uint32_t u = msf_read4(x + e);
-        const int16x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
+        const msf_x2_t lo = msf_even(u, off2), hi = msf_odd(u, off2);
         __builtin_memcpy(dst + e, &lo, 4);
         __builtin_memcpy(dst + e + 2, &hi, 4);
     }
@@ -207,18 +207,18 @@ MSF_INLINE void mac_group(const int pair, const int16_t *x, const int8_t *w0, co
                           int32_t a[4])
 {
     const uint32_t v0 = msf_read4(w0), v1 = msf_read4(w1);
-    const int16x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
-    const int16x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
-    int16x2_t xe, xo;
+    const msf_x2_t w0e = msf_even0(v0), w0o = msf_odd0(v0);
+    const msf_x2_t w1e = msf_even0(v1), w1o = msf_odd0(v1);
+    msf_x2_t xe, xo;
     __builtin_memcpy(&xe, x, 4);
     __builtin_memcpy(&xo, x + 2, 4);
-    a[0] = __smlad(xe, w0e, __smlad(xo, w0o, a[0]));
-    a[2] = __smlad(xe, w1e, __smlad(xo, w1o, a[2]));
+    a[0] = msf_smlad(xe, w0e, msf_smlad(xo, w0o, a[0]));
+    a[2] = msf_smlad(xe, w1e, msf_smlad(xo, w1o, a[2]));
     if (pair) {
         __builtin_memcpy(&xe, x + MSF_CONV_GATHER, 4);
         __builtin_memcpy(&xo, x + MSF_CONV_GATHER + 2, 4);
-        a[1] = __smlad(xe, w0e, __smlad(xo, w0o, a[1]));
-        a[3] = __smlad(xe, w1e, __smlad(xo, w1o, a[3]));
+        a[1] = msf_smlad(xe, w0e, msf_smlad(xo, w0o, a[1]));
+        a[3] = msf_smlad(xe, w1e, msf_smlad(xo, w1o, a[3]));
     }
 }
 
@@ -252,12 +252,12 @@ MSF_INLINE void gathered_channels(const int pair, const int two, const int16_t *
 /* a[q] += one group of four gathered taps at x times channel q's four weights at w[q] + i */
 MSF_INLINE void mac_group4(const int16_t *x, const int8_t *const w[4], int32_t i, int32_t a[4])
 {
-    int16x2_t xe, xo;
+    msf_x2_t xe, xo;
     __builtin_memcpy(&xe, x, 4);
     __builtin_memcpy(&xo, x + 2, 4);
     for (int32_t q = 0; q < 4; q++) {
         const uint32_t v = msf_read4(w[q] + i);
-        a[q] = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a[q]));
+        a[q] = msf_smlad(xe, msf_even0(v), msf_smlad(xo, msf_odd0(v), a[q]));
     }
 }
 
@@ -484,13 +484,13 @@ MSF_INLINE void sums_slice(const int pair, const int wide, const int8_t *x0, con
                            int8_t *s0, int8_t *s1)
 {
 #if MSF_DSP
-    const int16x2_t off2 = msf_lanes(offset);
+    const msf_x2_t off2 = msf_lanes(offset);
     const uint32_t u0 = msf_read4(x0), u1 = msf_read4(x1);
     const uint32_t t0 = wide ? msf_read4(x0 + 4) : 0, t1 = wide ? msf_read4(x1 + 4) : 0;
-    const int16x2_t e0 = msf_even(u0, off2), o0 = msf_odd(u0, off2);
-    const int16x2_t e1 = msf_even(u1, off2), o1 = msf_odd(u1, off2);
-    const int16x2_t e2 = msf_even(t0, off2), o2 = msf_odd(t0, off2);
-    const int16x2_t e3 = msf_even(t1, off2), o3 = msf_odd(t1, off2);
+    const msf_x2_t e0 = msf_even(u0, off2), o0 = msf_odd(u0, off2);
+    const msf_x2_t e1 = msf_even(u1, off2), o1 = msf_odd(u1, off2);
+    const msf_x2_t e2 = msf_even(t0, off2), o2 = msf_odd(t0, off2);
+    const msf_x2_t e3 = msf_even(t1, off2), o3 = msf_odd(t1, off2);
 #else
     (void)wide;
     const int32_t p0 = x0[0] + offset, p1 = x0[1] + offset, p2 = x0[2] + offset;
@@ -505,13 +505,13 @@ MSF_INLINE void sums_slice(const int pair, const int wide, const int8_t *x0, con
         }
 #if MSF_DSP
         const uint32_t v = msf_read4(f), v2 = wide ? msf_read4(f + 4) : 0;
-        const int16x2_t we = msf_even0(v), wo = msf_odd0(v);
-        const int16x2_t we2 = msf_even0(v2), wo2 = msf_odd0(v2);
-        a = __smlad(e0, we, __smlad(o0, wo, a));
-        b = __smlad(e1, we, __smlad(o1, wo, b));
+        const msf_x2_t we = msf_even0(v), wo = msf_odd0(v);
+        const msf_x2_t we2 = msf_even0(v2), wo2 = msf_odd0(v2);
+        a = msf_smlad(e0, we, msf_smlad(o0, wo, a));
+        b = msf_smlad(e1, we, msf_smlad(o1, wo, b));
         if (wide) {
-            a = __smlad(e2, we2, __smlad(o2, wo2, a));
-            b = __smlad(e3, we2, __smlad(o3, wo2, b));
+            a = msf_smlad(e2, we2, msf_smlad(o2, wo2, a));
+            b = msf_smlad(e3, we2, msf_smlad(o3, wo2, b));
         }
 #else
         a += p0 * f[0] + p1 * f[1] + p2 * f[2] + p3 * f[3];

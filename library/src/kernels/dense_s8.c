@@ -15,19 +15,19 @@ MSF_INLINE void mac_rows(const int rows, const int8_t *x, const int8_t *w, int32
     int32_t a0 = acc[0], a1 = acc[1], a2 = acc[2], a3 = acc[3];
     int32_t i = 0;
 #if MSF_DSP
-    const int16x2_t off2 = msf_lanes(offset);
+    const msf_x2_t off2 = msf_lanes(offset);
     for (; i + 4 <= n; i += 4) {
         const uint32_t u = msf_read4(x + i);
-        const int16x2_t xe = msf_even(u, off2), xo = msf_odd(u, off2);
+        const msf_x2_t xe = msf_even(u, off2), xo = msf_odd(u, off2);
         uint32_t v = msf_read4(w + i);
-        a0 = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a0));
+        a0 = msf_smlad(xe, msf_even0(v), msf_smlad(xo, msf_odd0(v), a0));
         if (rows == 4) {
             v = msf_read4(w1 + i);
-            a1 = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a1));
+            a1 = msf_smlad(xe, msf_even0(v), msf_smlad(xo, msf_odd0(v), a1));
             v = msf_read4(w2 + i);
-            a2 = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a2));
+            a2 = msf_smlad(xe, msf_even0(v), msf_smlad(xo, msf_odd0(v), a2));
             v = msf_read4(w3 + i);
-            a3 = __smlad(xe, msf_even0(v), __smlad(xo, msf_odd0(v), a3));
+            a3 = msf_smlad(xe, msf_even0(v), msf_smlad(xo, msf_odd0(v), a3));
         }
     }
 #endif

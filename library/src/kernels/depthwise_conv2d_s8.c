@@ -22,6 +22,15 @@ MSF_KERNEL_SPEED
 #define MSF_NOINLINE
 #endif
 
+/* The column pointers are read again at every kernel row: kept in registers across the row
+ * loop, they push its accumulators onto the stack (GCC 12 at -O3, 3x3: 7.1 -> 8.4 instructions
+ * per MAC on the Cortex-M7 model). */
+#if defined(__GNUC__)
+#define MSF_RELOAD() __asm__ volatile("" ::: "memory")
+#else
+#define MSF_RELOAD() ((void)0)
+#endif
+
 #define MSF_DW_CHUNK 16       /* channels accumulated before requantizing (128 B of stack) */
 
 /* One pixel's taps: its first valid tap row `top` bytes from the valid kernel columns' pointers
@@ -42,11 +51,12 @@ MSF_INLINE void dw_taps(const int lanes, const int32_t width, const dw_pixel_t *
     const int32_t offset = p->offset, rs = p->row_stride, kc = p->kc, c = p->c;
     int32_t a0 = a[0], a1 = a[1], a2 = a[2], a3 = a[3];
 #if MSF_DSP
-    const int16x2_t off2 = msf_lanes(offset);
+    const msf_x2_t off2 = msf_lanes(offset);
 #endif
     const int8_t *wr = p->w + ch;
     int32_t roff = p->top + ch;
     for (int32_t ky = 0; ky < p->rows; ky++, roff += rs, wr += kc) {
+        MSF_RELOAD();
         const int8_t *f = wr;
         for (int32_t j = 0; j < width; j++, f += c) {
             const int8_t *x = p->cols[j] + roff;
@@ -56,12 +66,12 @@ MSF_INLINE void dw_taps(const int lanes, const int32_t width, const dw_pixel_t *
             }
 #if MSF_DSP
             const uint32_t u = msf_read4(x), v = msf_read4(f);
-            const int16x2_t xe = msf_even(u, off2), xo = msf_odd(u, off2);
-            const int16x2_t we = msf_even0(v), wo = msf_odd0(v);
-            a0 = __smlabb(xe, we, a0);
-            a2 = __smlatt(xe, we, a2);
-            a1 = __smlabb(xo, wo, a1);
-            a3 = __smlatt(xo, wo, a3);
+            const msf_x2_t xe = msf_even(u, off2), xo = msf_odd(u, off2);
+            const msf_x2_t we = msf_even0(v), wo = msf_odd0(v);
+            a0 = msf_smlabb(xe, we, a0);
+            a2 = msf_smlatt(xe, we, a2);
+            a1 = msf_smlabb(xo, wo, a1);
+            a3 = msf_smlatt(xo, wo, a3);
 #else
             a0 += (x[0] + offset) * f[0];
             a1 += (x[1] + offset) * f[1];

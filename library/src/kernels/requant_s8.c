@@ -15,7 +15,7 @@ MSF_INLINE int8_t output(const int full, const int narrow, int32_t acc, const ms
     const int32_t v = (narrow ? msf_rq_apply_narrow(acc, q) : msf_rq_apply(acc, q)) + out.offset;
 #if MSF_DSP
     if (full) {
-        return (int8_t)__ssat(v, 8);
+        return (int8_t)msf_ssat8(v);
     }
 #else
     (void)full;

@@ -2,7 +2,11 @@
  * (__ARM_FEATURE_DSP: M4, M7, M33, M55) four int8 values are loaded as one word and split into
  * two pairs of int16 lanes (bytes 0 and 2, bytes 1 and 3), optionally adding an offset to each
  * lane in the same instruction (SXTAB16); SMLAD then multiplies and accumulates a pair of lanes
- * in one instruction. Elsewhere the kernels' portable loops are used. */
+ * in one instruction. Elsewhere the kernels' portable loops are used.
+ *
+ * The instructions are written as inline assembly, not taken from <arm_acle.h>: GCC has the
+ * SIMD32 and saturation intrinsics only from version 10, and PlatformIO's stm32cube builds use
+ * GCC 7.2.1. None is volatile, so the compiler schedules them as it would the intrinsics. */
 #ifndef MSF_SIMD_H
 #define MSF_SIMD_H
 
@@ -12,8 +16,10 @@
 #include "msf/requant.h"
 
 #if defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
-#include <arm_acle.h>
 #define MSF_DSP 1
+
+/* two int16 lanes in one word (low half: lane 0) */
+typedef uint32_t msf_x2_t;
 
 /* four int8 values at any alignment (Cortex-M3 and later load unaligned words) */
 MSF_INLINE uint32_t msf_read4(const int8_t *p)
@@ -24,35 +30,70 @@ MSF_INLINE uint32_t msf_read4(const int8_t *p)
 }
 
 /* the offset in both int16 lanes */
-MSF_INLINE int16x2_t msf_lanes(int32_t offset)
+MSF_INLINE msf_x2_t msf_lanes(int32_t offset)
 {
-    return (int16x2_t)(((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16));
+    return ((uint32_t)offset & 0xFFFFu) | ((uint32_t)offset << 16);
 }
 
 /* bytes 0 and 2 of v, sign-extended, plus off2 */
-MSF_INLINE int16x2_t msf_even(uint32_t v, int16x2_t off2)
+MSF_INLINE msf_x2_t msf_even(uint32_t v, msf_x2_t off2)
 {
-    return __sxtab16(off2, (int8x4_t)v);
+    msf_x2_t r;
+    __asm__("sxtab16 %0, %1, %2" : "=r"(r) : "r"(off2), "r"(v));
+    return r;
 }
 
-/* bytes 1 and 3 of v, sign-extended, plus off2 (the rotation folded into the instruction,
- * which GCC's intrinsics do not do) */
-MSF_INLINE int16x2_t msf_odd(uint32_t v, int16x2_t off2)
+/* bytes 1 and 3 of v, sign-extended, plus off2 (the rotation folded into the instruction) */
+MSF_INLINE msf_x2_t msf_odd(uint32_t v, msf_x2_t off2)
 {
-    int16x2_t r;
+    msf_x2_t r;
     __asm__("sxtab16 %0, %1, %2, ror #8" : "=r"(r) : "r"(off2), "r"(v));
     return r;
 }
 
-MSF_INLINE int16x2_t msf_even0(uint32_t v)
+MSF_INLINE msf_x2_t msf_even0(uint32_t v)
 {
-    return __sxtb16((int8x4_t)v);
+    msf_x2_t r;
+    __asm__("sxtb16 %0, %1" : "=r"(r) : "r"(v));
+    return r;
 }
 
-MSF_INLINE int16x2_t msf_odd0(uint32_t v)
+MSF_INLINE msf_x2_t msf_odd0(uint32_t v)
 {
-    int16x2_t r;
+    msf_x2_t r;
     __asm__("sxtb16 %0, %1, ror #8" : "=r"(r) : "r"(v));
+    return r;
+}
+
+/* acc + x.lane0 * y.lane0 + x.lane1 * y.lane1 */
+MSF_INLINE int32_t msf_smlad(msf_x2_t x, msf_x2_t y, int32_t acc)
+{
+    int32_t r;
+    __asm__("smlad %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+/* acc + x.lane0 * y.lane0 */
+MSF_INLINE int32_t msf_smlabb(msf_x2_t x, msf_x2_t y, int32_t acc)
+{
+    int32_t r;
+    __asm__("smlabb %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+/* acc + x.lane1 * y.lane1 */
+MSF_INLINE int32_t msf_smlatt(msf_x2_t x, msf_x2_t y, int32_t acc)
+{
+    int32_t r;
+    __asm__("smlatt %0, %1, %2, %3" : "=r"(r) : "r"(x), "r"(y), "r"(acc));
+    return r;
+}
+
+/* v saturated to [-128, 127] */
+MSF_INLINE int32_t msf_ssat8(int32_t v)
+{
+    int32_t r;
+    __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
     return r;
 }
 #else
