@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES="gcc-arm-none-eabi picolibc-arm-none-eabi gcc-riscv64-unknown-elf \
-picolibc-riscv64-unknown-elf gcc-xtensa-lx106 qemu-system-arm qemu-system-misc valgrind \
+picolibc-riscv64-unknown-elf gcc-xtensa-lx106 clang qemu-system-arm qemu-system-misc valgrind \
 python3-venv"
 
 missing=""
