@@ -21,7 +21,7 @@ class _HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)".lstrip()
 
 
-def _add_solve_options(p: argparse.ArgumentParser) -> None:
+def _add_solve_options(p: argparse.ArgumentParser, board: str | None = None) -> None:
     from .fusion.solvers import OBJECTIVES
     p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
     p.add_argument("--objective", choices=OBJECTIVES, default="min_ram",
@@ -33,9 +33,9 @@ def _add_solve_options(p: argparse.ArgumentParser) -> None:
                    help="P2's Pmax in bytes (65536, 64kB, 64KiB) (default: no limit)")
     p.add_argument("--cost-model", choices=("exact", "paper"), default="exact",
                    help="exact: what the generated code uses; paper: the paper's model")
-    p.add_argument("--board", default=None,
-                   help="predict latency on this calibrated board (min_latency needs one) "
-                        "(default: none)")
+    p.add_argument("--board", default=board,
+                   help="predict latency on this calibrated board (min_latency needs one)"
+                        + ("" if board else " (default: none)"))
 
 
 def _add_schemes_option(p: argparse.ArgumentParser) -> None:
@@ -142,6 +142,32 @@ def _schemes_label(cost_model: str, schemes: tuple[str, ...] | None) -> str:
         return f"{cost_model} cost model"
     return "h-cache only" if tuple(schemes or ()) == ("h-cache",) else \
         ", ".join(schemes or SCHEMES)
+
+
+def cmd_report(args) -> int:
+    from . import report
+    from .fusion.graph import build_graph
+    from .model import load_model
+    model = _streamed(load_model(args.model), args)
+    graph = build_graph(model, args.cost_model, _schemes(args))
+    plan = solvers_solve(graph, args)
+    data = report.build(graph, plan, args.board, frontier=args.board is not None)
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(report.render(data))
+    out = args.out or Path(f"{model.name}-report")
+    written = report.write(data, out)
+    print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr if args.json else sys.stdout)
+    return 0
+
+
+def solvers_solve(graph, args):
+    """The plan the solve options ask for on `graph` (an infeasible one: a one-line error)."""
+    from .fusion.planner import feasible_plan
+    return feasible_plan(graph, args.objective, parse_max_overhead(args.max_overhead),
+                         None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
+                         board=args.board)
 
 
 def cmd_paper_table1(args) -> int:
@@ -311,6 +337,18 @@ def build_parser() -> argparse.ArgumentParser:
                    "registry spec) (default: the registry name; a development checkout's path "
                    "goes into the uncommitted local.ini)")
     p.set_defaults(func=cmd_init)
+
+    p = sub.add_parser("report", help="what fusion buys and where RAM and time go: the plan "
+                       "against the unfused one, a table of its edges, pictures (memory "
+                       "timeline, RAM/latency frontier) and an HTML page")
+    _add_solve_options(p, board="qemu_f767zi")
+    _add_schemes_option(p)
+    _add_io_options(p)
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("--out", metavar="DIR", type=Path,
+                   help="the folder for the pictures, report.html, edges.csv and report.json "
+                        "(default: MODEL-report)")
+    p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("paper-table1", help="recompute the paper's Table 1 beside its values")
     p.add_argument("--json", action="store_true", help="print the table as JSON")

@@ -104,6 +104,19 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
     return arrays, f
 
 
+def weight_bytes(layer) -> int:
+    """Flash bytes of a layer's parameters as _layer_params emits them: the int8 weights and,
+    per output channel, an int32 bias, an int32 multiplier and an int8 shift (from the shapes,
+    so a float model's figure needs no quantization)."""
+    (ih, iw, ic), (_, _, oc) = layer.in_shape, layer.out_shape
+    kh, kw = layer.kernel
+    if layer.op == ir.PRELU:
+        return ih * iw * ic if layer.slope_per_pixel else ic
+    weights = {ir.CONV: oc * kh * kw * ic, ir.DEPTHWISE: oc * kh * kw,
+               ir.DENSE: oc * ih * iw * ic}.get(layer.op)
+    return 0 if weights is None else weights + 9 * oc
+
+
 def _layer_struct(model: Model, i: int, f: dict) -> str:
     l = model.layers[i]
     (ih, iw, ic), (oh, ow, oc) = l.in_shape, l.out_shape

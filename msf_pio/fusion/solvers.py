@@ -44,14 +44,17 @@ def min_mac_path(graph: FusionGraph, ram_limit: float, cost=None) -> list[Edge] 
     return path[::-1]
 
 
-def min_macs_by_threshold(graph: FusionGraph, thresholds: np.ndarray) -> np.ndarray:
-    """Min path MACs for every RAM threshold at once (vectorized over thresholds)."""
+def min_macs_by_threshold(graph: FusionGraph, thresholds: np.ndarray,
+                          cost: np.ndarray | None = None) -> np.ndarray:
+    """Min path MACs (or `cost`, one integer per edge) for every RAM threshold at once
+    (vectorized over thresholds)."""
+    cost = graph.macs if cost is None else cost
     best = np.full((graph.n_nodes, len(thresholds)), _INF, dtype=np.int64)
     best[0] = 0
     for v in range(1, graph.n_nodes):
         row = best[v]
         for k in graph.incoming[v]:
-            cand = best[graph.src[k]] + graph.macs[k]
+            cand = best[graph.src[k]] + cost[k]
             cand[thresholds < graph.ram[k]] = _INF
             np.minimum(row, cand, out=row)
     return np.minimum(best[-1], _INF)
@@ -101,31 +104,38 @@ def p2_min_macs(graph: FusionGraph, ram_limit: float) -> Plan:
     return _plan(graph, min_mac_path(graph, ram_limit), "min_macs", ram_limit=ram_limit)
 
 
-def pareto(graph: FusionGraph) -> list[Plan]:
-    """Every non-dominated (peak RAM, MACs) plan, by increasing peak RAM."""
+def pareto(graph: FusionGraph, cost: np.ndarray | None = None) -> list[Plan]:
+    """Every non-dominated (peak RAM, MACs) plan, by increasing peak RAM; with `cost` (one
+    integer per edge, e.g. predicted cycles) the (peak RAM, cost) frontier instead."""
     thresholds = np.unique(graph.ram)
-    macs = min_macs_by_threshold(graph, thresholds)
+    macs = min_macs_by_threshold(graph, thresholds, cost)
     plans, last = [], _INF
     with progress.task("Pareto frontier: plans") as step:
         for t, m in zip(thresholds, macs):
             if m < last:
-                plans.append(_plan(graph, min_mac_path(graph, t), "pareto"))
+                plans.append(_plan(graph, min_mac_path(graph, t, cost), "pareto"))
                 last = m
                 step.advance()
     return plans
 
 
-def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
-    """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit."""
+def edge_cycles(graph: FusionGraph, board: str) -> list[float]:
+    """The predicted cycles of every edge on `board` (latency.py's profile)."""
     from . import latency
-    if board is None:
-        raise MsfError("the min_latency objective needs a board (--board)")
     coefficients = latency.profile(board)
     cost = []
     with progress.task(f"predicting {board} cycles of edges", total=len(graph.edges)) as step:
         for e in graph.edges:
             cost.append(latency.edge_instructions(graph.model, e, coefficients))
             step.advance()
+    return cost
+
+
+def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
+    """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit."""
+    if board is None:
+        raise MsfError("the min_latency objective needs a board (--board)")
+    cost = edge_cycles(graph, board)
     return _plan(graph, min_mac_path(graph, ram_limit, cost), "min_latency", ram_limit=ram_limit)
 
 

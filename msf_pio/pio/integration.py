@@ -159,7 +159,7 @@ def generate_library(options: Options, build_dir: Path, facts: BoardFacts,
 
 
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
-    from ..codegen.generate import generate
+    from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
     from ..fusion.graph import build_graph
     from ..fusion.planner import feasible_plan
     from ..model import load_model
@@ -191,8 +191,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
                        cost_model="exact")
     step.update(2, "generating C")
     sources = generate(model, plan, measure=options.measure)
-    weight_bytes = sum(l.weights.w.size + 9 * l.weights.bias.size
-                       for l in model.layers if l.weights is not None)
+    weight_bytes = sum(map(layer_weight_bytes, model.layers))
     if facts.flash and weight_bytes > facts.flash:
         raise MsfError(f"the weights need {weight_bytes} B of flash, {board} has "
                        f"{facts.flash} B", source=f"model {model.name}")
