@@ -234,10 +234,10 @@ def cmd_export(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from .pio.demo import render, run_demo
+    from .pio.demo import ok, render, run_demo
     result = run_demo(args.board, args.model)
     print(render(result))
-    return 0 if render(result).endswith("DEMO OK") else 1
+    return 0 if ok(result) else 1
 
 
 def cmd_init(args) -> int:

@@ -63,6 +63,33 @@ def test_bad_values_are_rejected(bad):
     assert monitor.parse_line(bad) is None
 
 
+def test_profiling_lines_go_with_the_next_result_only():
+    records = monitor.parse_lines(["MSF edge=1 cycles=700", "MSF edge=0 cycles=300", LINE,
+                                   "noise MSF edge=x cycles=1", line(us=5)])
+    assert records[0]["edge_cycles"] == [300, 700] and "edge_cycles" not in records[1]
+
+
+def test_summary_sets_the_plan_beside_the_unfused_one_and_prediction_beside_measurement():
+    plan = {**PLAN, "unfused_peak_ram_bytes": 7788 * 25, "unfused_macs": 5868888 // 2,
+            "board": "qemu_f767zi", "predicted_cycles": 80000000, "io_bytes": 1000,
+            "blocks": [{"layers": "conv0..conv9", "scheme": "h-cache", "predicted_cycles": 50},
+                       {"layers": "dense10", "scheme": "single", "predicted_cycles": 40}]}
+    record = monitor.parse_lines(["MSF edge=0 cycles=60", "MSF edge=1 cycles=40", LINE])[0]
+    text = monitor.render_summary(record, plan, static_ram=23000)
+    rows = {l.split("  ")[0].strip(): l for l in text.splitlines()}
+    assert "194,700 B" in rows["arena (peak RAM)"] and "25.0x less" in rows["arena (peak RAM)"]
+    assert "F = 2.000" in rows["MACs"] and "100.0% more multiply-accumulates" in text
+    assert rows["arena"].split()[1:] == ["7,788", "B", "7,788", "B", "equal"]
+    assert "2,000.0 ms" in rows["latency"] and "1,996.8 ms" in rows["latency"]
+    assert "-0.2%" in rows["latency"]                           # 79,872,000 / 80,000,000 - 1
+    assert "23,000 B" in rows["static RAM"] and "bit-exact" in rows["output CRC"]
+    edges = text[text.index("cycles per edge:"):].splitlines()
+    assert edges[2].split() == ["0", "conv0..conv9", "h-cache", "50", "60", "+20.0%"]
+    assert edges[3].split() == ["1", "dense10", "single", "40", "40", "+0.0%"]
+    bad = monitor.render_summary(monitor.parse_line(line(arena=7790, crc="0x00000000")), plan)
+    assert "DIFFERENT (+2 B)" in bad and "MISMATCH" in bad
+
+
 def test_parse_lines_keeps_results_in_order():
     records = monitor.parse_lines(LOG.splitlines())
     assert [r["arena"] for r in records] == [7788, 7790]

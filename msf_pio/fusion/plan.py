@@ -26,6 +26,7 @@ class Plan:
     io_bytes: int = 0                         # the caller's input and output buffers
     board: str | None = None                  # latency predicted for this board (if any)
     predicted_instructions: int | None = None # = cycles under QEMU -icount
+    edge_cycles: list[int] = field(default_factory=list, repr=False)  # per block, predicted
     f_cpu: int = 0
 
     @classmethod
@@ -72,8 +73,10 @@ class Plan:
         from . import latency
         self.board, self.f_cpu = board, latency.f_cpu(board)
         if self.feasible:
-            self.predicted_instructions = latency.plan_instructions(
-                model, self.blocks, latency.profile(board))
+            coefficients = latency.profile(board)
+            per_edge = [latency.edge_instructions(model, e, coefficients) for e in self.blocks]
+            self.edge_cycles = [int(round(c)) for c in per_edge]
+            self.predicted_instructions = int(round(sum(per_edge)))
 
     @property
     def predicted_us(self) -> float | None:
@@ -102,13 +105,17 @@ class Plan:
                 "predicted_us": None if self.predicted_us is None else round(self.predicted_us)}
                if self.board else {}),
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
+                        **({"layers": self.layer_labels[e.first] if not e.fused else
+                            f"{self.layer_labels[e.first]}..{self.layer_labels[e.last]}"}
+                           if self.layer_labels else {}),
                         **({"names": self.layer_names[e.first:e.last + 1]}
                            if self.layer_names else {}),
                         **({"tile_rows": e.tile_rows}
                            if e.scheme in ("tiles", "channel-split") else {}),
                         "ram_bytes": e.ram, "macs": e.macs,
+                        **({"predicted_cycles": c} if c is not None else {}),
                         **{k: v for k, v in e.detail.items() if isinstance(v, (int, bool))}}
-                       for e in self.blocks],
+                       for e, c in zip(self.blocks, self.edge_cycles or [None] * len(self.blocks))],
         }
 
 

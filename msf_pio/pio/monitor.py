@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import textwrap
 from pathlib import Path
 
 from ..errors import MsfError
@@ -70,9 +71,38 @@ def parse_line(line: str) -> dict | None:
         return None
 
 
+_EDGE = re.compile(r"MSF edge=(\d{1,5}) cycles=(\d{1,20})\s*$")
+
+
+def parse_edge_line(line: str) -> tuple[int, int] | None:
+    """(edge, cycles) of a profiling line ``MSF edge=<k> cycles=<n>`` (custom_msf_profile =
+    yes: the firmware times every edge and prints them before its result line), or None."""
+    m = _EDGE.search(line)
+    return None if m is None else (int(m[1]), int(m[2]))
+
+
+class Results:
+    """Result records from lines fed one at a time; the profiling lines before a result line
+    go with it, as its ``edge_cycles`` (edge k at index k)."""
+
+    def __init__(self):
+        self._edges: dict[int, int] = {}
+
+    def feed(self, line: str) -> dict | None:
+        edge = parse_edge_line(line)
+        if edge is not None:
+            self._edges[edge[0]] = edge[1]
+            return None
+        record = parse_line(line)
+        if record is not None and self._edges:
+            record["edge_cycles"] = [self._edges.get(k) for k in range(max(self._edges) + 1)]
+            self._edges = {}
+        return record
+
+
 def parse_lines(lines) -> list[dict]:
     """Every result record in an iterable of lines, in order."""
-    return [r for r in map(parse_line, lines) if r is not None]
+    return [r for r in map(Results().feed, lines) if r is not None]
 
 
 def load_plan(path) -> dict:
@@ -172,6 +202,73 @@ def render_report(records: list[dict], plan: dict | None = None) -> str:
     return _table(rows, right=range(3, 12 if timed else 11)) + "\n" + summary
 
 
+def _ms(cycles: float, hz: int) -> str:
+    return f"{cycles * 1000 / hz:,.1f} ms" if hz else f"{cycles:,.0f} cycles"
+
+
+def render_summary(record: dict, plan: dict | None = None, static_ram: int | None = None) -> str:
+    """What a run shows, as small tables: the plan against the unfused one (from plan.json),
+    predicted against measured (arena, stack, RAM, latency in one unit with the error, output
+    bytes), and per edge when the firmware profiled them. `static_ram`: PlatformIO's RAM
+    figure of the firmware, explained beside the others."""
+    r, plan = record, plan or {}
+    hz = r["hz"]
+    lines = [f"{r['model']} plan {r['plan']} on {r['board']}"]
+    rows = [("", "unfused", "this plan", "")]
+    unfused_ram, unfused_macs = plan.get("unfused_peak_ram_bytes"), plan.get("unfused_macs")
+    if unfused_ram:
+        rows.append(("arena (peak RAM)", f"{unfused_ram:,} B", f"{r['arena_pred']:,} B",
+                     f"{unfused_ram / max(r['arena_pred'], 1):.1f}x less"
+                     if unfused_ram > r["arena_pred"] else ""))
+    if unfused_macs:
+        f = r["macs"] / unfused_macs
+        rows.append(("MACs", f"{unfused_macs:,}", f"{r['macs']:,}", f"F = {f:.3f}"))
+    if len(rows) > 1:
+        lines += ["", *_table(rows, right=(1, 2)).splitlines()]
+    predicted = predicted_cycles(r, plan)
+    arena = "equal" if r["arena"] == r["arena_pred"] else \
+        f"DIFFERENT ({r['arena'] - r['arena_pred']:+,} B)"
+    rows = [("", "predicted", "measured", ""),
+            ("arena", f"{r['arena_pred']:,} B", f"{r['arena']:,} B", arena),
+            ("stack", "-", f"{r['stack']:,} B", "high-water, painted at start-up"),
+            ("arena + stack", "-", f"{r['ram']:,} B", "what the model's run used")]
+    if plan.get("io_bytes") is not None:
+        rows.append(("I/O buffers", f"{plan['io_bytes']:,} B", "", "the caller's, apart"))
+    if static_ram:
+        rows.append(("static RAM", "", f"{static_ram:,} B", "PlatformIO's: all .data + .bss"))
+    rows.append(("latency", _ms(predicted, hz) if predicted else "-", _ms(r["cycles"], hz),
+                 f"{r['cycles'] / predicted - 1:+.1%}" if predicted else ""))
+    rows.append(("output CRC", r["crc_ref"], r["crc"],
+                 "bit-exact" if crc_ok(r, plan) else "MISMATCH"))
+    lines += ["", *_table(rows, right=(1, 2)).splitlines(), ""]
+    notes = []
+    if unfused_macs and r["macs"] > unfused_macs:
+        notes.append(f"F = MACs of this plan / MACs of the unfused model: "
+                     f"{(r['macs'] / unfused_macs - 1) * 100:.1f}% more multiply-accumulates, "
+                     "recomputed where tiles overlap.")
+    if static_ram:
+        notes.append("PlatformIO's static RAM counts all .data and .bss: the arena, the I/O "
+                     "buffers, the stack region the linker reserves and the framework's data.")
+    notes.append(f"Latency at {hz / 1e6:g} MHz from the {r['clock']} counter"
+                 + (" (QEMU -icount: one cycle per instruction)" if r["board"].startswith("qemu")
+                    else "") + ("; predicted by the board's calibrated cost model."
+                                if predicted else "."))
+    lines += [textwrap.fill(n, 96, subsequent_indent="  ") for n in notes]
+    edges = r.get("edge_cycles")
+    if edges:
+        blocks = plan.get("blocks") or []
+        rows = [("edge", "layers", "scheme", "predicted", "measured", "error")]
+        for k, measured in enumerate(edges):
+            b = blocks[k] if k < len(blocks) else {}
+            pred = b.get("predicted_cycles")
+            rows.append((str(k), b.get("layers", "?"), b.get("scheme", "?"),
+                         f"{pred:,}" if pred else "-",
+                         "-" if measured is None else f"{measured:,}",
+                         f"{measured / pred - 1:+.1%}" if pred and measured is not None else ""))
+        lines += ["", "cycles per edge:", *_table(rows, right=(0, 3, 4, 5)).splitlines()]
+    return "\n".join(lines)
+
+
 def export_rows(records, plan) -> list[dict]:
     """The records, each with its verdict ('ok' or the problems)."""
     return [{**r, "verdict": "; ".join(problems(r, plan)) or "ok"} for r in records]
@@ -185,7 +282,7 @@ def write_json(records: list[dict], path, plan: dict | None = None) -> None:
 def write_csv(records: list[dict], path, plan: dict | None = None) -> None:
     """The records and each one's verdict as CSV, one row per result."""
     with open(path, "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=[*FIELDS, "verdict"])
+        writer = csv.DictWriter(f, fieldnames=[*FIELDS, "verdict"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(export_rows(records, plan))
 

@@ -142,7 +142,7 @@ def _check_args(args) -> list[str]:
 def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | None]:
     """Result records until the end of input, --count or --timeout (or Ctrl-C); and why the
     reading stopped early, when that is a failure."""
-    records = []
+    records, results = [], monitor.Results()
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     try:
         while args.count is None or len(records) < args.count:
@@ -161,7 +161,7 @@ def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | 
             if isinstance(line, Exception):
                 raise MsfError(f"read failed: {line}", source=args.port or args.log)
             echo(line)
-            record = monitor.parse_line(line)
+            record = results.feed(line)
             if record is not None:
                 records.append(record)
                 echo(monitor.verdict_line(record, plan))
@@ -204,6 +204,8 @@ def cmd_monitor(args) -> int:
     if args.json:
         print(json.dumps(monitor.export_rows(records, plan), indent=2))
     else:
+        if records:
+            print(monitor.render_summary(records[-1], plan) + "\n")
         print(monitor.render_report(records, plan))
     _export(records, args, plan)
     if failure:
