@@ -5,6 +5,7 @@ import zlib
 
 import numpy as np
 
+from ..codegen.c_text import c_string, line_token
 from ..codegen.generate import c_array
 
 
@@ -19,7 +20,7 @@ def golden_sources(x: np.ndarray, y: np.ndarray, board: str, ram_limit: int) -> 
 #include <stdint.h>
 
 #define MSF_GOLDEN_OUTPUT_CRC32 0x{crc:08x}u
-#define MSF_BOARD_NAME "{board}"
+#define MSF_BOARD_NAME {c_string(line_token(board))}
 #define MSF_RAM_LIMIT {ram_limit}u
 
 extern const int8_t msf_golden_input[{x.size}];
