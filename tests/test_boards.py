@@ -6,7 +6,7 @@ import math
 import pytest
 
 from msf_pio.errors import MsfError
-from msf_pio.pio.boards import BoardFacts, board_facts
+from msf_pio.pio.boards import BoardFacts, app_partition, board_facts
 from msf_pio.pio.integration import Options, generate_library
 
 
@@ -76,3 +76,38 @@ def test_weights_beyond_the_flash_stop_the_build(tmp_path):
     facts = BoardFacts("small", flash=100_000, ram=1 << 20, framework_ram=0, stack=0)
     with pytest.raises(MsfError, match=r"the weights need \d+ B of flash, small has 100000 B"):
         generate_library(options("mbv2-w0.35-paper"), tmp_path, facts, 0)
+
+
+# ESP-IDF's partition tables (name, type, subtype, offset, size, flags): its default single-app
+# table gives the app a 1 MB factory partition, whatever the flash size
+SINGLE_APP = """# Name, Type, SubType, Offset, Size, Flags
+nvs,      data, nvs,     ,        0x6000,
+phy_init, data, phy,     ,        0x1000,
+factory,  app,  factory, ,        1M,
+"""
+OTA = """nvs, data, nvs, 0x9000, 0x4000,
+otadata, data, ota, , 0x2000,
+ota_0, app, ota_0, , 0x1C0000,
+ota_1, app, ota_1, , 1792K,
+"""
+
+
+def test_app_partition_is_the_one_platform_espressif32_flashes():
+    assert app_partition(SINGLE_APP) == ("factory", 1024 * 1024)
+    assert app_partition(OTA) == ("ota_0", 0x1C0000)
+    assert app_partition(OTA, name="ota_1") == ("ota_1", 1792 * 1024)   # app_partition_name
+    assert app_partition(OTA, name="nope") == ("ota_0", 0x1C0000)       # unknown: the default
+    assert app_partition("nvs, data, nvs, , 0x6000,\n") is None
+
+
+def test_espidf_flash_budget_is_the_app_partition(tmp_path):
+    # an 8 MB ESP32-S3-DevKitC-1 whose build flashes ESP-IDF's single-app table: 1 MB for the app
+    part = app_partition(SINGLE_APP)
+    facts = board_facts("esp32-s3-devkitc-1", manifest(**{"upload.maximum_size": 8388608}),
+                        (f"app partition {part[0]} (partitions_singleapp.csv)", part[1]))
+    assert facts.flash == 1024 * 1024
+    small = BoardFacts("esp32-c3-devkitm-1", flash=100, ram=1 << 20, framework_ram=0,
+                       stack=0, flash_region="app partition factory (partitions_singleapp.csv)")
+    with pytest.raises(MsfError, match=r"esp32-c3-devkitm-1's app partition factory "
+                                       r"\(partitions_singleapp.csv\) has 100 B"):
+        generate_library(options("tiny"), tmp_path, small, 0)

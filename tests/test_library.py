@@ -58,6 +58,28 @@ def test_library_script_refuses_an_old_python_in_one_line(monkeypatch, capsys):
     assert "needs Python 3.10" in out[0]
 
 
+def test_model_sources_join_the_build_once_by_the_builder_platformio_builds():
+    # platform-espressif32's espidf builder constructs every library builder once for include
+    # paths only, discards it, then constructs it again; a built library's build() is called by
+    # each of its dependents
+    from msf_pio.pio.integration import _when_built
+
+    class LibBuilder:
+        def __init__(self):
+            self.built = 0
+
+        def build(self):
+            self.built += 1
+            return ["lib"]
+
+    compiled = []
+    discarded, real = LibBuilder(), LibBuilder()
+    _when_built(discarded, lambda: compiled.append("discarded"))
+    _when_built(real, lambda: compiled.append("real"))
+    assert real.build() == ["lib"] and real.build() == ["lib"] and real.built == 2
+    assert compiled == ["real"]
+
+
 @pytest.fixture(scope="module")
 def pio_alone(tmp_path_factory):
     """A new virtual environment with PlatformIO and nothing else."""

@@ -24,6 +24,8 @@ class BoardFacts:
     defines: dict = field(default_factory=dict)
     link_symbols: dict = field(default_factory=dict)   # --defsym for the linker script
     rom_length: int | None = None   # freedom-e-sdk: the linker script's code region
+    flash_region: str | None = None  # what `flash` is when not the whole part (ESP-IDF's app
+                                     # partition)
 
     def ram_budget(self, io_bytes: int) -> int | None:
         """Arena bytes left once the framework, the stack and the model's I/O buffers are in."""
@@ -41,9 +43,11 @@ def _table() -> dict:
     return yaml.safe_load(FACTS.read_text())
 
 
-def board_facts(board: str, manifest_get) -> BoardFacts:
+def board_facts(board: str, manifest_get, app_partition: tuple[str, int] | None = None
+                ) -> BoardFacts:
     """Facts of `board`; `manifest_get(key, default)` reads its PlatformIO manifest. Where both
-    give a size, the smaller wins (the manifest may be narrowed with board_upload.*)."""
+    give a size, the smaller wins (the manifest may be narrowed with board_upload.*). An ESP-IDF
+    firmware gets its app partition, not the whole flash: `app_partition` (description, bytes)."""
     entry = _table().get(board) or {}
 
     def size(key, manifest_key):
@@ -52,9 +56,13 @@ def board_facts(board: str, manifest_get) -> BoardFacts:
 
     try:
         stack = int(entry.get("stack") or manifest_get("build.stack_size", 0) or DEFAULT_STACK)
+        flash, region = size("flash", "upload.maximum_size"), None
+        if app_partition and (flash is None or app_partition[1] < flash):
+            region, flash = app_partition
         return BoardFacts(
             board=board,
-            flash=size("flash", "upload.maximum_size"),
+            flash=flash,
+            flash_region=region,
             ram=size("ram", "upload.maximum_ram_size"),
             framework_ram=int(entry.get("framework_ram", DEFAULT_FRAMEWORK_RAM)),
             stack=stack,
@@ -63,6 +71,24 @@ def board_facts(board: str, manifest_get) -> BoardFacts:
             rom_length=int(entry["rom_length"]) if "rom_length" in entry else None)
     except (TypeError, ValueError) as exc:
         raise MsfError(f"bad board facts: {exc}", source=str(FACTS), where=board) from None
+
+
+def app_partition(csv_text: str, name: str = "") -> tuple[str, int] | None:
+    """The app partition an ESP-IDF firmware is flashed into, from a partition table CSV (name,
+    type, subtype, offset, size, flags), as platform-espressif32 picks it: the partition `name`
+    (board_build.app_partition_name) if the table has it, else the first app partition of
+    subtype factory or ota_0. Returns (name, bytes), or None if there is none."""
+    def size(text):
+        text = text.strip()
+        unit = {"K": 1024, "M": 1024 * 1024}.get(text[-1:].upper(), 1)
+        return int(text[:-1] if unit > 1 else text, 0) * unit
+
+    rows = [[c.strip() for c in line.split(",")] for line in csv_text.splitlines()
+            if line.strip() and not line.lstrip().startswith("#")]
+    apps = [r for r in rows if len(r) >= 5 and r[1] in ("app", "0")]
+    chosen = ([r for r in apps if name and r[0] == name]
+              + [r for r in apps if r[2] in ("factory", "ota_0")])
+    return (chosen[0][0], size(chosen[0][4])) if chosen else None
 
 
 def c_defines(facts: BoardFacts) -> list:

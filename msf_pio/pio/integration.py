@@ -20,7 +20,7 @@ from .. import __version__, progress
 from ..options import parse_max_overhead, parse_ram_limit
 from ..errors import MsfError
 from ..fusion.solvers import OBJECTIVES
-from .boards import BoardFacts, board_facts, c_defines
+from .boards import BoardFacts, app_partition, board_facts, c_defines
 
 GENERATED_DIR = "msf_generated"
 LIB_NAME = "msf_model"
@@ -194,7 +194,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     sources = generate(model, plan, measure=options.measure)
     weight_bytes = sum(map(layer_weight_bytes, model.layers))
     if facts.flash and weight_bytes > facts.flash:
-        raise MsfError(f"the weights need {weight_bytes} B of flash, {board} has "
+        where = f"{board}'s {facts.flash_region}" if facts.flash_region else board
+        raise MsfError(f"the weights need {weight_bytes} B of flash, {where} has "
                        f"{facts.flash} B", source=f"model {model.name}")
     budget = facts.ram_budget(io_bytes)
     if budget is not None and plan.peak_ram > budget:
@@ -260,10 +261,19 @@ def describe(summary: dict, regenerated: bool, seconds: float) -> str:
             + f"fusion blocks {blocks}; {what}")
 
 
-def configure(env) -> None:
-    """The library script's entry point (`env` is msf-pio's library environment): read the
-    options, generate, compile the model into the program and show its headers to the
-    project's src/ and test/ (a library's include path is shared with its dependents)."""
+def configure(env, lib_builder=None) -> None:
+    """The library script's entry point (`env` is msf-pio's library environment, `lib_builder`
+    the library builder running the script): read the options, generate, compile the model into
+    the program and show its headers to the project's src/ and test/ (a library's include path
+    is shared with its dependents).
+
+    A builder may construct the library more than once per build: platform-espressif32's
+    espidf builder constructs every library builder once for include paths only, then discards
+    them and constructs them again. The model is generated (and its summary printed) once per
+    build; every construction gets the include path and the board's defines; the model's sources
+    are compiled when PlatformIO builds the library, by that builder, with its flags."""
+    from SCons.Script import DefaultEnvironment  # pylint: disable=import-error
+    program = DefaultEnvironment()
     start = time.perf_counter()
     progress.configure("lines", sys.stdout)     # the build log: plain periodic lines
     board = env.BoardConfig()
@@ -271,25 +281,68 @@ def configure(env) -> None:
     env_name = env.subst("$PIOENV")
     measuring = "test" in env.GetBuildType() or env.PioPlatform().name == "msf-qemu"
     try:
-        facts = board_facts(env.subst("$BOARD"), board.get)
+        facts = board_facts(env.subst("$BOARD"), board.get, espidf_app_partition(env))
         configure_board(env, facts)
         if not (env.GetProjectOption("custom_msf_model", "") or "").strip():
-            print(f"msf-pio: [env:{env_name}] declares no custom_msf_model: board support "
-                  "only, no model generated")
+            if "MSF_GENERATED" not in program:
+                print(f"msf-pio: [env:{env_name}] declares no custom_msf_model: board support "
+                      "only, no model generated")
+            program["MSF_GENERATED"] = None
             return
-        options = read_options(lambda k, d: env.GetProjectOption(k, d), facts, project_dir,
-                               env_name, measure_by_default=measuring)
-        f_cpu = int(str(board.get("build.f_cpu", "0")).rstrip("L") or 0)
-        root, summary, regenerated = generate_library(
-            options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
+        if program.get("MSF_GENERATED"):                 # constructed again in this build
+            root = program["MSF_GENERATED"]
+        else:
+            options = read_options(lambda k, d: env.GetProjectOption(k, d), facts, project_dir,
+                                   env_name, measure_by_default=measuring)
+            f_cpu = int(str(board.get("build.f_cpu", "0")).rstrip("L") or 0)
+            root, summary, regenerated = generate_library(
+                options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
+            program["MSF_GENERATED"] = root
+            print(describe(summary, regenerated, time.perf_counter() - start))
     except MsfError as exc:
         print(f"msf-pio: error: {exc}")
         env.Exit(1)
         return
-    print(describe(summary, regenerated, time.perf_counter() - start))
     lib = root / LIB_NAME
     env.Append(CPPPATH=[str(lib / "include")])
-    env.BuildSources(str(Path(env.subst("$BUILD_DIR")) / "msf_model"), str(lib / "src"))
+
+    def compile_model():
+        env.BuildSources(str(Path(env.subst("$BUILD_DIR")) / "msf_model"), str(lib / "src"))
+
+    if lib_builder is None:
+        compile_model()
+    else:
+        _when_built(lib_builder, compile_model)
+
+
+def _when_built(lib_builder, action) -> None:
+    """Run `action` once, when PlatformIO builds `lib_builder` (before the program is linked);
+    a library builder that is only constructed, never built, runs nothing."""
+    build = lib_builder.build
+
+    def build_then_action(*args, **kwargs):
+        libs = build(*args, **kwargs)
+        if not getattr(lib_builder, "msf_model_compiled", False):
+            lib_builder.msf_model_compiled = True
+            action()
+        return libs
+
+    lib_builder.build = build_then_action
+
+
+def espidf_app_partition(env) -> tuple[str, int] | None:
+    """The app partition of an espidf build: platform-espressif32's espidf builder flashes the
+    partition table of `board_build.partitions` (ESP-IDF's partitions_singleapp.csv, a 1 MB app,
+    by default), which it sets as $PARTITIONS_TABLE_CSV before any library is constructed."""
+    from SCons.Script import DefaultEnvironment  # pylint: disable=import-error
+    if "espidf" not in env.subst("$PIOFRAMEWORK"):
+        return None
+    csv = Path(DefaultEnvironment().subst("$PARTITIONS_TABLE_CSV") or "")
+    if not csv.is_file():
+        return None
+    name = env.BoardConfig().get("build.app_partition_name", "")
+    found = app_partition(csv.read_text(), name)
+    return (f"app partition {found[0]} ({csv.name})", found[1]) if found else None
 
 
 def configure_board(env, facts: BoardFacts) -> None:
@@ -306,8 +359,8 @@ def configure_board(env, facts: BoardFacts) -> None:
                        ("upload.maximum_ram_size", facts.ram)):   # then uses the part's own
         if value:
             board.update(key, value)
-    program.Append(LINKFLAGS=[f"-Wl,--defsym,{name}={value}"
-                              for name, value in facts.link_symbols.items()])
+    program.AppendUnique(LINKFLAGS=[f"-Wl,--defsym,{name}={value}"
+                                    for name, value in facts.link_symbols.items()])
     if facts.rom_length and "freedom-e-sdk" in frameworks:
         program.Replace(LDSCRIPT_PATH=_freedom_ldscript(env, facts.rom_length))
 

@@ -3,13 +3,20 @@
 PlatformIO runs it when it constructs msf-pio's library builder, before any source is
 collected (and never on `pio run -t clean`). It checks PlatformIO's Python, installs msf-pio's
 Python dependencies there on the first build, then reads the env's custom_msf_* options and
-generates the model's C into the build folder (msf_pio/pio/integration.py).
+generates the model's C into the build folder (msf_pio/pio/integration.py). A builder may
+construct the library more than once in a build (platform-espressif32's espidf builder does):
+the model is generated once and compiled by the library builder PlatformIO really builds.
 """
 import inspect
 import os
 import sys
 
 Import("env")  # noqa: F821  (SCons injects Import)
+pio_lib_builder = None  # the library builder running this script, where PlatformIO exports it
+try:
+    Import("pio_lib_builder")  # noqa: F821
+except Exception:  # an older PlatformIO: the model is compiled right away
+    pass
 
 _HERE = os.path.dirname(os.path.abspath(inspect.getframeinfo(inspect.currentframe()).filename))
 _ROOT = os.path.dirname(os.path.dirname(_HERE))
@@ -37,4 +44,4 @@ else:
         _stop(error)
     else:
         from msf_pio.pio.integration import configure
-        configure(env)  # noqa: F821
+        configure(env, pio_lib_builder)  # noqa: F821
