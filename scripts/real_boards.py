@@ -2,16 +2,24 @@
 and, where QEMU models the part, run through a pseudo-terminal the way a board's serial port is
 read: `pio device monitor` and `pio test --test-port`.
 
-Needs a folder of packages laid out offline (../shared/tools/realboards/layout.sh and
-build_newlib_rv32.sh: platform-ststm32, platform-sifive, the Cube F4/F7 HAL, freedom-e-sdk,
-toolchain packages pointing at Debian's GCC). Builds nucleo_f767zi, disco_f746ng, nucleo_f412zg
-and hifive1-revb as a user would; compiles msf-pio's own sources of each build again with
--Wall -Wextra -Werror; measures the framework's static RAM beside the model (the figure
-msf_pio/pio/boards.yaml budgets); runs the nucleo_f412zg firmware on QEMU netduinoplus2 (an
-STM32F405: relinked for its 128 KB of SRAM, USART3 as on the Nucleo) and the hifive1-revb
-firmware on QEMU sifive_e,revb=true (UART0); prints a table.
+Needs a folder of packages laid out offline (docs/real-boards.md: platform-ststm32,
+platform-sifive and platform-espressif32 from snapshots of their repositories, the Cube F4/F7 HAL,
+freedom-e-sdk, ESP-IDF 5.5.3, toolchain packages pointing at Debian's GCC, and an Xtensa LX7 GCC
+built from Debian's GCC source with Espressif's overlay). Builds nucleo_f767zi, disco_f746ng,
+nucleo_f412zg, hifive1-revb, esp32-c3-devkitm-1 and esp32-s3-devkitc-1 as a user would (the last
+two through platform-espressif32's own espidf builder, i.e. ESP-IDF's CMake); compiles msf-pio's
+own sources of each build again with the build's own command lines plus -Wall -Wextra -Werror;
+measures the framework's static RAM beside the model (the figure msf_pio/pio/boards.yaml
+budgets); for the ESP32 envs shows what the espidf build did with the library (the model compiled
+and linked once, the app partition of the build's partition table as the flash budget, the
+sdkconfig's flash size and task watchdog, the watchdog hand-over linked in); runs the
+nucleo_f412zg firmware on QEMU netduinoplus2 (an STM32F405: relinked for its 128 KB of SRAM,
+USART3 as on the Nucleo) and the hifive1-revb firmware on QEMU sifive_e,revb=true (UART0);
+prints tables. No ESP32 emulator runs ESP-IDF firmware here: the ESP32 envs are built, not run.
+Envs whose platform is not in the folder are skipped.
 
 Usage: python scripts/real_boards.py PACKAGES_DIR [--work DIR] [--model NAME] [--seconds S]
+                                     [--env ENV ...]
 """
 import argparse
 import json
@@ -29,33 +37,57 @@ import serial
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 from msf_pio.pio import bootstrap  # noqa: E402
+from msf_pio.pio.boards import app_partition  # noqa: E402
 from msf_pio.pio.project import make_project, pio  # noqa: E402
 
-BUILDS = ("nucleo_f767zi", "disco_f746ng", "nucleo_f412zg", "hifive1-revb")
+PLATFORMS = {"nucleo_f767zi": "ststm32", "disco_f746ng": "ststm32", "nucleo_f412zg": "ststm32",
+             "hifive1-revb": "sifive", "esp32-c3-devkitm-1": "espressif32",
+             "esp32-s3-devkitc-1": "espressif32"}
+ESP32 = ("esp32-c3-devkitm-1", "esp32-s3-devkitc-1")
+# what platform-espressif32 resolves for an espidf-only env (platform.py): the compilers, ESP-IDF,
+# CMake, Ninja, esptool, and packages a build never runs (ULP, ROM ELFs, GDB) that must exist
+ESP_PACKAGES = ("framework-espidf", "toolchain-riscv32-esp", "tool-cmake", "tool-ninja",
+                "tool-esptoolpy", "toolchain-esp32ulp", "tool-esp-rom-elfs",
+                "tool-xtensa-esp-elf-gdb", "tool-riscv32-esp-elf-gdb")
+ESP_TOOLCHAIN = {"esp32-c3-devkitm-1": "toolchain-riscv32-esp",
+                 "esp32-s3-devkitc-1": "toolchain-xtensa-esp-elf"}
 FIELD = re.compile(r"(\w+)=(\S+)")
 SIZE = re.compile(r"^(RAM|Flash):.*used (\d+) bytes from (\d+) bytes", re.M)
 
 
+def laid_out(pkgs: Path, env: str) -> bool:
+    return (pkgs / f"platform-{PLATFORMS[env]}").is_dir()
+
+
 def offline_ini(pkgs: Path, work: Path) -> str:
     """Platform and package overrides pointing at the laid-out packages, plus the QEMU env."""
-    stm32 = (f"platform = symlink://{pkgs}/platform-ststm32\nplatform_packages =\n"
-             f"    toolchain-gccarmnoneeabi@symlink://{pkgs}/toolchain-gccarmnoneeabi\n"
-             f"    tool-ldscripts-ststm32@symlink://{pkgs}/tool-ldscripts-ststm32\n")
     text = ""
-    for env, family in (("nucleo_f767zi", "f7"), ("disco_f746ng", "f7"),
-                        ("nucleo_f412zg", "f4")):
-        text += (f"[env:{env}]\n{stm32}    framework-stm32cube{family}@symlink://"
-                 f"{pkgs}/framework-stm32cube{family}\n\n")
-    text += (f"[env:hifive1-revb]\nplatform = symlink://{pkgs}/platform-sifive\n"
-             f"platform_packages =\n    toolchain-riscv@symlink://{pkgs}/toolchain-riscv\n"
-             f"    framework-freedom-e-sdk@symlink://{pkgs}/framework-freedom-e-sdk\n\n")
-    # netduinoplus2's STM32F405 has 128 KB of SRAM where the F412ZG has 256 KB
-    st_ld = (pkgs / "tool-ldscripts-ststm32" / "stm32f4" / "STM32F412ZGTX_FLASH.ld").read_text()
-    ld = work / "STM32F412ZG_128K.ld"
-    ld.write_text(re.sub(r"(RAM\s+\(xrw\)\s+: ORIGIN = 0x20000000,\s+LENGTH = )256K",
-                         r"\g<1>128K", st_ld))
-    text += (f"[env:nucleo_f412zg_qemu]\nextends = env:nucleo_f412zg\n"
-             f"board_build.ldscript = {ld}\nboard_upload.maximum_ram_size = 131072\n")
+    if (pkgs / "platform-ststm32").is_dir():
+        stm32 = (f"platform = symlink://{pkgs}/platform-ststm32\nplatform_packages =\n"
+                 f"    toolchain-gccarmnoneeabi@symlink://{pkgs}/toolchain-gccarmnoneeabi\n"
+                 f"    tool-ldscripts-ststm32@symlink://{pkgs}/tool-ldscripts-ststm32\n")
+        for env, family in (("nucleo_f767zi", "f7"), ("disco_f746ng", "f7"),
+                            ("nucleo_f412zg", "f4")):
+            text += (f"[env:{env}]\n{stm32}    framework-stm32cube{family}@symlink://"
+                     f"{pkgs}/framework-stm32cube{family}\n\n")
+        # netduinoplus2's STM32F405 has 128 KB of SRAM where the F412ZG has 256 KB
+        st_ld = (pkgs / "tool-ldscripts-ststm32" / "stm32f4" /
+                 "STM32F412ZGTX_FLASH.ld").read_text()
+        ld = work / "STM32F412ZG_128K.ld"
+        ld.write_text(re.sub(r"(RAM\s+\(xrw\)\s+: ORIGIN = 0x20000000,\s+LENGTH = )256K",
+                             r"\g<1>128K", st_ld))
+        text += (f"[env:nucleo_f412zg_qemu]\nextends = env:nucleo_f412zg\n"
+                 f"board_build.ldscript = {ld}\nboard_upload.maximum_ram_size = 131072\n\n")
+    if (pkgs / "platform-sifive").is_dir():
+        text += (f"[env:hifive1-revb]\nplatform = symlink://{pkgs}/platform-sifive\n"
+                 f"platform_packages =\n    toolchain-riscv@symlink://{pkgs}/toolchain-riscv\n"
+                 f"    framework-freedom-e-sdk@symlink://{pkgs}/framework-freedom-e-sdk\n\n")
+    if (pkgs / "platform-espressif32").is_dir():
+        for env in ESP32:
+            packages = ESP_PACKAGES + (("toolchain-xtensa-esp-elf",) if "-s3-" in env else ())
+            text += (f"[env:{env}]\nplatform = symlink://{pkgs}/platform-espressif32\n"
+                     "platform_packages =\n" + "".join(
+                         f"    {p}@symlink://{pkgs}/{p}\n" for p in packages) + "\n")
     return text
 
 
@@ -68,21 +100,29 @@ def project(pkgs: Path, work: Path, model: str) -> Path:
     return proj
 
 
-def build(core, proj, env):
-    code, out = pio(core, proj, "run", "-e", env)
+def build(core, proj, env, *args, timeout=900):
+    code, out = pio(core, proj, "run", "-e", env, *args, timeout=timeout)
     sizes = {k: (int(u), int(t)) for k, u, t in SIZE.findall(out)}
     error = next((l for l in out.splitlines() if "rror" in l), out[-300:])
-    return code == 0, sizes, error
+    return code == 0, sizes, error, out
 
 
-def strict_warnings(core, proj, env) -> str:
+def tool_path(pkgs: Path, env: str) -> dict:
+    """The environment a build's own compiler command lines run in: an ESP32 build names its
+    compiler without a folder (PlatformIO puts the toolchain package's bin/ on PATH)."""
+    extra = [str(pkgs / ESP_TOOLCHAIN[env] / "bin")] if env in ESP_TOOLCHAIN else []
+    return {**os.environ, "PATH": os.pathsep.join(extra + [os.environ["PATH"]])}
+
+
+def strict_warnings(core, proj, env, pkgs) -> str:
     """msf-pio's sources of the build (the library and the generated model) compiled again with
-    -Wall -Wextra -Werror, with the build's own command lines (compile_commands.json)."""
-    code, out = pio(core, proj, "run", "-e", env, "-t", "compiledb")
+    -Wall -Wextra -Werror, with the build's own command lines (compile_commands.json): its
+    compiler, headers, dialect and flags (for an espidf build: ESP-IDF's)."""
+    code, out = pio(core, proj, "run", "-e", env, "-t", "compiledb", timeout=3600)
     if code:
         return "compiledb failed"
     ours = [str(REPO / "library"), str(proj / ".pio" / "build" / env / "msf_generated")]
-    bad, n = [], 0
+    bad, n, dialects, compilers = [], 0, set(), set()
     for entry in json.loads((proj / "compile_commands.json").read_text()):
         path = os.path.join(entry["directory"], entry["file"])
         if not any(Path(path).resolve().is_relative_to(Path(p).resolve()) for p in ours):
@@ -90,22 +130,70 @@ def strict_warnings(core, proj, env) -> str:
         args = shlex.split(entry["command"])
         if "-o" in args:
             args[args.index("-o") + 1] = os.devnull
+        dialects.update(a for a in args if a.startswith("-std="))
+        compilers.add(os.path.basename(args[0]))
         proc = subprocess.run(args + ["-Wall", "-Wextra", "-Werror"], cwd=entry["directory"],
-                              capture_output=True, text=True)
+                              capture_output=True, text=True, env=tool_path(pkgs, env))
         n += 1
         if proc.returncode:
-            bad.append(f"{Path(path).name}: {proc.stderr.strip().splitlines()[0]}")
-    return f"{n} files clean" if not bad else "; ".join(bad)
+            bad.append(f"{Path(path).name}: {(proc.stderr.strip() or 'failed').splitlines()[0]}")
+    how = f"{', '.join(sorted(compilers))} {' '.join(sorted(dialects)) or '(no -std)'}"
+    return (f"{n} files clean ({how})" if not bad else "; ".join(bad)) if n else "no files"
 
 
-def framework_ram(proj, env, prefix) -> int:
-    """.data + .bss of the firmware less the arena: what the framework and board file hold."""
+def compiler_version(pkgs: Path, env: str, prefix: str) -> str:
+    proc = subprocess.run([f"{prefix}gcc", "--version"], capture_output=True, text=True,
+                          env=tool_path(pkgs, env))
+    return proc.stdout.splitlines()[0] if proc.returncode == 0 else f"{prefix}gcc missing"
+
+
+def espidf_checks(core, proj, env, pkgs, prefix) -> dict:
+    """What the espidf build did with the library, from the build itself: the model's sources
+    compiled and linked once (the model's objects and the firmware removed, then a verbose build
+    recompiles and relinks them), the msf-pio summary printed once, the app partition of the build's own
+    partitions.bin against the flash budget the generator used, the sdkconfig the build wrote,
+    and the watchdog hand-over linked in."""
+    bdir = proj / ".pio" / "build" / env
+    for obj in [*(bdir / "msf_model").glob("*.o"), bdir / "firmware.elf"]:
+        obj.unlink(missing_ok=True)
+    ok, _sizes, error, out = build(core, proj, env, "-v", timeout=3600)
+    if not ok:
+        return {"error": error}
+    lines = out.splitlines()
+    compiled = {name: sum(f"{name}.o" in l and " -c " in l for l in lines)
+                for name in ("msf_model", "msf_golden")}
+    link = next((l for l in lines if f" -o .pio/build/{env}/firmware.elf " in l), "")
+    linked = {name: len(re.findall(rf"\b{name}\.o\b", link)) for name in compiled}
+    summaries = sum(l.startswith("msf-pio: ") and "(arena)" in l for l in lines)
+    idf = pkgs / "framework-espidf" / "components" / "partition_table" / "gen_esp32part.py"
+    table = subprocess.run([sys.executable, str(idf), "-q", str(bdir / "partitions.bin")],
+                           capture_output=True, text=True).stdout
+    part = app_partition(table)
+    summary = json.loads((bdir / "msf_generated" / "stamp.json").read_text())["summary"]
+    sdk = dict(re.findall(r"^CONFIG_(\w+)=(.*)$", (proj / f"sdkconfig.{env}").read_text(), re.M))
+    syms = subprocess.run([f"{prefix}nm", str(bdir / "firmware.elf")], capture_output=True,
+                          text=True, env=tool_path(pkgs, env)).stdout
+    return {"compiled": compiled, "linked": linked, "summaries": summaries,
+            "partition": part, "budget": (summary.get("board_flash"), summary.get("flash_region")),
+            "sdkconfig": {k: sdk.get(k) for k in (
+                "ESPTOOLPY_FLASHSIZE", "ESP_TASK_WDT_INIT", "ESP_TASK_WDT_TIMEOUT_S",
+                "ESP_TASK_WDT_CHECK_IDLE_TASK_CPU0", "ESP_TASK_WDT_CHECK_IDLE_TASK_CPU1",
+                "ESP_TASK_WDT_PANIC", "ESP_DEFAULT_CPU_FREQ_MHZ", "ESP_MAIN_TASK_STACK_SIZE")},
+            "flash_size_warning": "Flash memory size mismatch" in out,
+            "wdt_linked": bool(re.search(r" T esp_task_wdt_reconfigure$", syms, re.M))}
+
+
+def framework_ram(proj, env, prefix, pkgs) -> int:
+    """.data + .bss of the firmware less the arena: what the framework and board file hold
+    (ESP-IDF: its internal DRAM's .dram0.data/.dram0.bss; task stacks come from its heap)."""
     elf = proj / ".pio" / "build" / env / "firmware.elf"
     sizes = subprocess.run([f"{prefix}size", "-A", str(elf)], capture_output=True,
-                           text=True).stdout
-    static = sum(int(s) for name, s in re.findall(r"^(\.\w+)\s+(\d+)", sizes, re.M)
-                 if name in (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss"))
-    syms = subprocess.run([f"{prefix}nm", "-S", str(elf)], capture_output=True, text=True).stdout
+                           text=True, env=tool_path(pkgs, env)).stdout
+    static = sum(int(s) for name, s in re.findall(r"^(\.[\w.]+)\s+(\d+)", sizes, re.M)
+                 if name in (".data", ".bss", ".sdata", ".sbss", ".tdata", ".tbss",
+                             ".dram0.data", ".dram0.bss"))
+    syms = subprocess.run([f"{prefix}nm", "-S", str(elf)], capture_output=True, text=True,
+                          env=tool_path(pkgs, env)).stdout
     arena = next(int(size, 16) for size, name in re.findall(r"^\w+ (\w+) \w (\w+)$", syms, re.M)
                  if name == "msf_arena")
     return static - arena
@@ -184,7 +272,7 @@ def run_emulated(core, proj, env, machine, seconds):
     """The firmware's report read twice through the pty (it repeats: no fault, still running),
     then `pio device monitor` (msf filter) and `pio test --test-port` on the same kind of port."""
     row = {"env": env, "machine": machine}
-    ok, _sizes, error = build(core, proj, env)
+    ok, _sizes, error, _out = build(core, proj, env)
     if not ok:
         return {**row, "result": f"build failed: {error}"}
     elf = proj / ".pio" / "build" / env / "firmware.elf"
@@ -245,12 +333,51 @@ def keep_pyparsing():
                        check=True)
 
 
+def prefix_of(env) -> str:
+    return {"hifive1-revb": "riscv64-unknown-elf-", "esp32-c3-devkitm-1": "riscv32-esp-elf-",
+            "esp32-s3-devkitc-1": "xtensa-esp32s3-elf-"}.get(env, "arm-none-eabi-")
+
+
+def esp_rows(core, proj, pkgs, envs) -> int:
+    """The ESP32 envs: build through the espidf builder, then what it did with the library."""
+    print("\n## ESP32 envs through platform-espressif32's espidf builder (ESP-IDF 5.5.3)\n")
+    print("| env | compiler | build | RAM used / part | flash used / app partition | model "
+          "compiled, linked, generated | app partition (partitions.bin) = generator's budget | "
+          "sdkconfig | watchdog hand-over linked |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    failed = 0
+    for env in envs:
+        c = espidf_checks(core, proj, env, pkgs, prefix_of(env))
+        if "error" in c:
+            failed += 1
+            print(f"| {env} | | FAILED: {c['error']} | | | | | | |")
+            continue
+        _ok, sizes, _error, _out = build(core, proj, env, timeout=3600)
+        ram, flash = sizes.get("RAM", (0, 0)), sizes.get("Flash", (0, 0))
+        once = (set(c["compiled"].values()) == {1} and set(c["linked"].values()) == {1}
+                and c["summaries"] == 1)
+        part = c["partition"] or ("none", 0)
+        budget_ok = c["budget"][0] == part[1] == flash[1]
+        sdk = {k: v for k, v in c["sdkconfig"].items() if v is not None}
+        failed += not (once and budget_ok and c["wdt_linked"] and not c["flash_size_warning"])
+        print(f"| {env} | {compiler_version(pkgs, env, prefix_of(env))} | ok | "
+              f"{ram[0]} / {ram[1]} | {flash[0]} / {flash[1]} | "
+              f"{c['compiled']} / {c['linked']} / summaries {c['summaries']} | "
+              f"{part[0]} {part[1]} B; budget {c['budget'][0]} B ({c['budget'][1]}) | "
+              f"{' '.join(f'{k}={v}' for k, v in sdk.items())}"
+              f"{'; flash size mismatch warned' if c['flash_size_warning'] else ''} | "
+              f"{c['wdt_linked']} |")
+    return failed
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("packages", type=Path, help="folder with pkgs/ laid out by layout.sh")
+    ap.add_argument("packages", type=Path, help="folder with pkgs/ laid out offline")
     ap.add_argument("--work", type=Path, default=None)
     ap.add_argument("--model", default="mbv2-w0.35-paper")
     ap.add_argument("--seconds", type=int, default=60)
+    ap.add_argument("--env", action="append", choices=list(PLATFORMS),
+                    help="build only these envs (default: every env whose platform is laid out)")
     args = ap.parse_args()
     pkgs = (args.packages / "pkgs").resolve()
     work = (args.work or Path(tempfile.mkdtemp(prefix="msf-realboards-"))).resolve()
@@ -259,29 +386,39 @@ def main():
     keep_pyparsing()
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     proj = project(pkgs, work, args.model)
+    envs = [e for e in (args.env or PLATFORMS) if laid_out(pkgs, e)]
+    for env in set(args.env or PLATFORMS) - set(envs):
+        print(f"{env}: platform-{PLATFORMS[env]} is not laid out in {pkgs}: skipped")
 
     print(f"## Real-board envs against the official platforms ({args.model})\n")
     print("| env | build | RAM used / part | flash used / part | framework RAM measured "
           "(boards.yaml) | msf-pio sources, -Wall -Wextra -Werror |")
     print("|---|---|---|---|---|---|")
-    for env in BUILDS:
-        ok, sizes, error = build(core, proj, env)
+    failed = 0
+    for env in envs:
+        ok, sizes, error, _out = build(core, proj, env, timeout=3600)
         if not ok:
+            failed += 1
             print(f"| {env} | FAILED: {error} | | | | |")
             continue
-        prefix = "riscv64-unknown-elf-" if env == "hifive1-revb" else "arm-none-eabi-"
         ram, flash = sizes.get("RAM", (0, 0)), sizes.get("Flash", (0, 0))
         print(f"| {env} | ok | {ram[0]} / {ram[1]} | {flash[0]} / {flash[1]} | "
-              f"{framework_ram(proj, env, prefix)} B ({budgeted(env)} B) | "
-              f"{strict_warnings(core, proj, env)} |")
+              f"{framework_ram(proj, env, prefix_of(env), pkgs)} B ({budgeted(env)} B) | "
+              f"{strict_warnings(core, proj, env, pkgs)} |")
+    esp = [e for e in envs if e in ESP32]
+    if esp:
+        failed += esp_rows(core, proj, pkgs, esp)
+        print("\nNo emulator here runs ESP-IDF firmware: the ESP32 envs are built, not run.")
 
-    print("\n## Run in QEMU, read through a pseudo-terminal\n")
-    print("| env | QEMU machine | result line | status | crc = crc_ref | stack / size | "
-          "reports, faults, alive | pio device monitor | pio test --test-port |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    failed = 0
-    for env, machine in (("nucleo_f412zg_qemu", "netduinoplus2"),
-                         ("hifive1-revb", "sifive_e,revb=true")):
+    emulated = [(e, m) for e, m in (("nucleo_f412zg_qemu", "netduinoplus2"),
+                                    ("hifive1-revb", "sifive_e,revb=true"))
+                if e.replace("_qemu", "") in envs]
+    if emulated:
+        print("\n## Run in QEMU, read through a pseudo-terminal\n")
+        print("| env | QEMU machine | result line | status | crc = crc_ref | stack / size | "
+              "reports, faults, alive | pio device monitor | pio test --test-port |")
+        print("|---|---|---|---|---|---|---|---|---|")
+    for env, machine in emulated:
         row = run_emulated(core, proj, env, machine, args.seconds)
         f = row.get("fields", {})
         good = (row.get("ok") and row.get("alive") and not row.get("faults")

@@ -227,6 +227,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
         "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
         "board_ram": facts.ram,
+        "board_flash": facts.flash, "flash_region": facts.flash_region,
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
