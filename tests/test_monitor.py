@@ -108,6 +108,19 @@ def test_arena_mismatch():
     assert "RAM 7800/7788 B MISMATCH" in monitor.verdict_line(rec)
 
 
+def test_release_line_has_no_measured_arena():
+    """A release build does not paint the arena: arena=- and ram=- parse to None, the arena is
+    not held against the prediction, and the verdict says it was not measured."""
+    rec = monitor.parse_line(line(arena="-", ram="-"))
+    assert rec == dict(RECORD, arena=None, ram=None)
+    assert monitor.problems(rec, PLAN) == []
+    assert monitor.verdict_line(rec, PLAN).startswith(
+        "  -> RAM not measured (release build; pio test measures it), predicted 7788 B")
+    assert monitor.parse_line(line(stack="-")) is None and monitor.parse_line(line(arena="")) is None
+    assert "-" in monitor.render_report([rec], PLAN).splitlines()[1].split()
+    assert "not measured: release build" in monitor.render_summary(rec, PLAN)
+
+
 def test_crc_mismatch_against_firmware_reference():
     rec = dict(RECORD, crc="0xdeadbeef", status="mismatch")
     assert monitor.problems(rec) == ["board status=mismatch",
@@ -146,13 +159,13 @@ def test_report_table():
 
 @pytest.mark.parametrize("fmt", ["csv", "json"])
 def test_export_round_trip(tmp_path, fmt):
-    records = monitor.parse_lines(LOG.splitlines())
+    records = monitor.parse_lines(LOG.splitlines() + [line(arena="-", ram="-")])
     path = tmp_path / f"results.{fmt}"
     getattr(monitor, f"write_{fmt}")(records, path, PLAN)
     back = getattr(monitor, f"read_{fmt}")(path)
     assert [{k: r[k] for k in monitor.FIELDS} for r in back] == records
     assert [r["verdict"] for r in back] == ["ok", "board status=mismatch; "
-                                            "arena 7790 B != predicted 7788 B"]
+                                            "arena 7790 B != predicted 7788 B", "ok"]
 
 
 # --- PlatformIO monitor filter ---------------------------------------------------------------
@@ -200,7 +213,8 @@ def test_standalone_filter_agrees_with_monitor(monkeypatch, tmp_path):
     module = load_python_module("filter_msf_standalone", str(monitor.FILTER_SOURCE))
     assert module.parse_line is not monitor.parse_line
     samples = [LINE, line(arena=1), line(crc="0xFFFFFFFF", status="fail"), line(stack=0),
-               line(clock="ccount", us=5), line(clock="esp", hz=0), LINE[:-1], line(cycles="x"), line(crc="0x1"), "boot"]
+               line(clock="ccount", us=5), line(clock="esp", hz=0), line(arena="-", ram="-"),
+               line(arena="-"), line(stack="-"), LINE[:-1], line(cycles="x"), line(crc="0x1"), "boot"]
     for text in samples:
         assert module.parse_line(text) == monitor.parse_line(text), text
         rec = monitor.parse_line(text)

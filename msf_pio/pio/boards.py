@@ -26,6 +26,8 @@ class BoardFacts:
     rom_length: int | None = None   # freedom-e-sdk: the linker script's code region
     flash_region: str | None = None  # what `flash` is when not the whole part (ESP-IDF's app
                                      # partition)
+    cpu_hz: int | None = None       # the core clock the board file sets up
+    twin: str | None = None         # the emulated board whose latency profile predicts this one
 
     def ram_budget(self, io_bytes: int) -> int | None:
         """Arena bytes left once the framework, the stack and the model's I/O buffers are in."""
@@ -68,7 +70,9 @@ def board_facts(board: str, manifest_get, app_partition: tuple[str, int] | None 
             stack=stack,
             defines=dict(entry.get("defines") or {}),
             link_symbols=dict(entry.get("link_symbols") or {}),
-            rom_length=int(entry["rom_length"]) if "rom_length" in entry else None)
+            rom_length=int(entry["rom_length"]) if "rom_length" in entry else None,
+            cpu_hz=int(entry["cpu_hz"]) if "cpu_hz" in entry else None,
+            twin=str(entry["twin"]) if "twin" in entry else None)
     except (TypeError, ValueError) as exc:
         raise MsfError(f"bad board facts: {exc}", source=str(FACTS), where=board) from None
 
@@ -93,7 +97,7 @@ def app_partition(csv_text: str, name: str = "") -> tuple[str, int] | None:
 
 def c_defines(facts: BoardFacts) -> list:
     """The board's defines as SCons CPPDEFINES (strings quoted for the shell)."""
-    out = []
+    out = [("MSF_CPU_HZ", f"{facts.cpu_hz}u")] if facts.cpu_hz else []
     for name, value in facts.defines.items():
         text = str(value)
         out.append((name, text.replace('"', '\\"')) if text.startswith('"') else (name, text))

@@ -30,6 +30,11 @@ def _count(text: str) -> int:
     return int(text)
 
 
+def _measured(text: str) -> int | None:
+    """A measured byte count, or None: '-' from a release build, which does not paint."""
+    return None if text == "-" else _count(text)
+
+
 def _crc(text: str) -> str:
     if not _CRC.fullmatch(text):
         raise ValueError(text)
@@ -51,8 +56,8 @@ def _name(text: str) -> str:
 
 
 FIELDS = {"model": _name, "plan": _name, "board": _name, "clock": _choice(CLOCKS),
-          "hz": _count, "cycles": _count, "us": _count, "arena": _count, "arena_pred": _count,
-          "stack": _count, "ram": _count, "ram_pred": _count, "macs": _count,
+          "hz": _count, "cycles": _count, "us": _count, "arena": _measured, "arena_pred": _count,
+          "stack": _count, "ram": _measured, "ram_pred": _count, "macs": _count,
           "crc": _crc, "crc_ref": _crc, "status": _choice(STATUSES)}
 
 
@@ -127,7 +132,7 @@ def problems(record: dict, plan: dict | None = None) -> list[str]:
     out = []
     if record["status"] != "ok":
         out.append(f"board status={record['status']}")
-    if record["arena"] != record["arena_pred"]:
+    if record["arena"] is not None and record["arena"] != record["arena_pred"]:
         out.append(f"arena {record['arena']} B != predicted {record['arena_pred']} B")
     if record["crc"] != record["crc_ref"]:
         out.append(f"crc {record['crc']} != firmware reference {record['crc_ref']}")
@@ -148,9 +153,15 @@ def crc_ok(record: dict, plan: dict | None = None) -> bool:
 
 def verdict_line(record: dict, plan: dict | None = None) -> str:
     """The one-line verdict printed under a result line (the monitor filter's format)."""
-    ram = "ok" if record["arena"] == record["arena_pred"] else "MISMATCH"
     crc = "ok" if crc_ok(record, plan) else "MISMATCH"
-    parts = [f"RAM {record['arena']}/{record['arena_pred']} B {ram} (+{record['stack']} B stack)",
+    if record["arena"] is None:
+        ram = (f"RAM not measured (release build; pio test measures it), predicted "
+               f"{record['arena_pred']} B (+{record['stack']} B stack)")
+    else:
+        ram = (f"RAM {record['arena']}/{record['arena_pred']} B "
+               f"{'ok' if record['arena'] == record['arena_pred'] else 'MISMATCH'} "
+               f"(+{record['stack']} B stack)")
+    parts = [ram,
              f"{record['us'] / 1000:.1f} ms", f"crc {crc}"]
     if plan and plan.get("macs") is not None and record["macs"] != plan["macs"]:
         parts.append("macs MISMATCH")
@@ -171,6 +182,10 @@ def predicted_cycles(record: dict, plan: dict | None) -> int | None:
     return int(plan["predicted_cycles"])
 
 
+def _or_dash(value) -> str:
+    return "-" if value is None else str(value)
+
+
 def _table(rows: list[list[str]], right: range) -> str:
     """Rows of cells, aligned; the columns in ``right`` (numbers) to the right."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
@@ -189,8 +204,8 @@ def render_report(records: list[dict], plan: dict | None = None) -> str:
              "cycles", *(["cycles pred"] if timed else []), "MACs/cycle", "crc", "verdict"]]
     for r in records:
         predicted = predicted_cycles(r, plan)
-        rows.append([r["model"], r["plan"], r["board"], str(r["arena"]), str(r["arena_pred"]),
-                     str(r["stack"]), str(r["ram"]), str(r["ram_pred"]), f"{r['us'] / 1000:.1f}",
+        rows.append([r["model"], r["plan"], r["board"], _or_dash(r["arena"]), str(r["arena_pred"]),
+                     str(r["stack"]), _or_dash(r["ram"]), str(r["ram_pred"]), f"{r['us'] / 1000:.1f}",
                      f"{r['cycles']} {r['clock']}",
                      *([f"{predicted} ({r['cycles'] / predicted - 1:+.1%})" if predicted
                         else "-"] if timed else []),
@@ -226,12 +241,17 @@ def render_summary(record: dict, plan: dict | None = None, static_ram: int | Non
     if len(rows) > 1:
         lines += ["", *_table(rows, right=(1, 2)).splitlines()]
     predicted = predicted_cycles(r, plan)
-    arena = "equal" if r["arena"] == r["arena_pred"] else \
-        f"DIFFERENT ({r['arena'] - r['arena_pred']:+,} B)"
+    if r["arena"] is None:      # a release build: no painting
+        measured_arena, arena = "-", "not measured: release build (pio test measures it)"
+        measured_ram = "-"
+    else:
+        measured_arena, measured_ram = f"{r['arena']:,} B", f"{r['ram']:,} B"
+        arena = "equal" if r["arena"] == r["arena_pred"] else \
+            f"DIFFERENT ({r['arena'] - r['arena_pred']:+,} B)"
     rows = [("", "predicted", "measured", ""),
-            ("arena", f"{r['arena_pred']:,} B", f"{r['arena']:,} B", arena),
+            ("arena", f"{r['arena_pred']:,} B", measured_arena, arena),
             ("stack", "-", f"{r['stack']:,} B", "high-water, painted at start-up"),
-            ("arena + stack", "-", f"{r['ram']:,} B", "what the model's run used")]
+            ("arena + stack", "-", measured_ram, "what the model's run used")]
     if plan.get("io_bytes") is not None:
         rows.append(("I/O buffers", f"{plan['io_bytes']:,} B", "", "the caller's, apart"))
     if static_ram:
@@ -284,7 +304,8 @@ def write_csv(records: list[dict], path, plan: dict | None = None) -> None:
     with open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=[*FIELDS, "verdict"], extrasaction="ignore")
         writer.writeheader()
-        writer.writerows(export_rows(records, plan))
+        writer.writerows({k: "-" if v is None else v for k, v in row.items()}
+                         for row in export_rows(records, plan))
 
 
 def read_json(path) -> list[dict]:

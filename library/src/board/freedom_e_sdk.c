@@ -1,11 +1,18 @@
 /* Board support for PlatformIO's freedom-e-sdk framework (HiFive1 Rev B, FE310-G002): the
  * console is freedom-metal's UART0 tty (115200, the J-Link's serial port), cycles are mcycle,
- * the clock is measured against the 32768 Hz mtime, the stack is the SDK's stack segment (its
- * size is set from msf-pio's board data, build.freedom-e-sdk.stack_size).
+ * the stack is the SDK's stack segment (its size is set from msf-pio's board data,
+ * build.freedom-e-sdk.stack_size).
  *
- * Defines from the board data: MSF_MTIME_ADDR (the CLINT's mtime); the framework builder gives
- * MTIME_RATE_HZ_DEF (its rate). */
+ * The SDK leaves the core at 16 MHz (the PLL bypassed, its design.dts); msf_board_init runs it
+ * at MSF_CPU_HZ from the PLL through freedom-metal's clock API, whose rate-change callbacks set
+ * the UART's divisor again for the new clock. The rate reported is the one the PLL's registers
+ * give (metal_clock_get_rate_hz).
+ *
+ * Defines from the board data: MSF_CPU_HZ, MSF_MTIME_ADDR (the CLINT's mtime); the framework
+ * builder gives MTIME_RATE_HZ_DEF (its rate). */
 #if defined(MSF_FRAMEWORK_FREEDOM_E_SDK)
+#include <metal/clock.h>
+#include <metal/machine.h>
 #include <metal/tty.h>
 
 #include "msf/board.h"
@@ -14,7 +21,6 @@
 #define PAINT 0xA5C35A3Cu
 #define PAINT_MARGIN 64u         /* bytes left unpainted below the painter's own frame */
 #define REPORT_PERIOD_S 2u
-#define CLOCK_SAMPLE_TICKS 328u  /* ~10 ms of mtime for the clock measurement */
 
 /* freedom-metal's linker scripts: the stack segment, only their addresses are used. */
 extern char metal_segment_stack_begin[], metal_segment_stack_end[];
@@ -37,17 +43,12 @@ uint64_t msf_board_cycles(void)
     return msf_rv32_mcycle();
 }
 
-/* Cycles over a known number of mtime ticks: the rate the PLL really gives. */
-static uint32_t measure_cpu_hz(void)
+/* The core clock from the PLL (hfclk): MSF_CPU_HZ if the PLL can make it. */
+static uint32_t set_cpu_hz(void)
 {
-    uint64_t t0 = mtime();
-    while (mtime() == t0) {
-    }
-    uint64_t c0 = msf_board_cycles(), start = mtime();
-    while (mtime() - start < CLOCK_SAMPLE_TICKS) {
-    }
-    uint64_t c1 = msf_board_cycles();
-    return (uint32_t)((c1 - c0) * MTIME_RATE_HZ_DEF / CLOCK_SAMPLE_TICKS);
+    struct metal_clock *hfclk = &__METAL_DT_SIFIVE_FE310_G000_PLL_HANDLE->clock;
+    (void)metal_clock_set_rate_hz(hfclk, (long)MSF_CPU_HZ);
+    return (uint32_t)metal_clock_get_rate_hz(hfclk);
 }
 
 /* Paints the stack segment below this frame through integer addresses (no C object). */
@@ -57,7 +58,7 @@ void msf_board_init(void)
     for (uintptr_t a = (uintptr_t)metal_segment_stack_begin; a < hi; a += 4u) {
         *(volatile uint32_t *)a = PAINT;
     }
-    cpu_hz = measure_cpu_hz();
+    cpu_hz = set_cpu_hz();
 }
 
 void msf_board_puts(const char *s)

@@ -28,7 +28,9 @@ except ImportError:  # PlatformIO's Python without msf_pio: the same checks, bui
         rec = {k: v for k, _, v in tokens}
         if tuple(k for k, _, _ in tokens) != _KEYS or not all(rec.values()):
             return None
-        if not all(rec[k].isascii() and rec[k].isdigit() for k in _INTS):
+        measured = ("arena", "ram")          # '-': a release build, not painted
+        if not all(rec[k].isascii() and rec[k].isdigit() for k in _INTS
+                   if not (k in measured and rec[k] == "-")):
             return None
         if not all(re.fullmatch(r"0x[0-9a-fA-F]{8}", rec[k]) for k in ("crc", "crc_ref")):
             return None
@@ -36,7 +38,7 @@ except ImportError:  # PlatformIO's Python without msf_pio: the same checks, bui
             return None
         if rec["status"] not in ("ok", "mismatch", "fail"):
             return None
-        rec.update({k: int(rec[k]) for k in _INTS})
+        rec.update({k: None if rec[k] == "-" else int(rec[k]) for k in _INTS})
         rec.update({k: rec[k].lower() for k in ("crc", "crc_ref")})
         return rec
 
@@ -44,9 +46,15 @@ except ImportError:  # PlatformIO's Python without msf_pio: the same checks, bui
         """The verdict under a result line."""
         plan = plan or {}
         ref = (plan.get("reference_crc32") or rec["crc"]).lower()
-        ram = "ok" if rec["arena"] == rec["arena_pred"] else "MISMATCH"
         crc = "ok" if rec["crc"] == rec["crc_ref"] == ref else "MISMATCH"
-        parts = [f"RAM {rec['arena']}/{rec['arena_pred']} B {ram} (+{rec['stack']} B stack)",
+        if rec["arena"] is None:
+            ram = (f"RAM not measured (release build; pio test measures it), predicted "
+                   f"{rec['arena_pred']} B (+{rec['stack']} B stack)")
+        else:
+            ram = (f"RAM {rec['arena']}/{rec['arena_pred']} B "
+                   f"{'ok' if rec['arena'] == rec['arena_pred'] else 'MISMATCH'} "
+                   f"(+{rec['stack']} B stack)")
+        parts = [ram,
                  f"{rec['us'] / 1000:.1f} ms", f"crc {crc}"]
         if plan.get("macs") is not None and rec["macs"] != plan["macs"]:
             parts.append("macs MISMATCH")
