@@ -15,6 +15,7 @@ from ..errors import MsfError
 from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
+from ..model.limits import check_model
 from .arena import ArenaLayout, plan_arena
 from .c_text import c_comment, c_string, line_token
 
@@ -26,8 +27,6 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
 SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
            "line-buffer": "MSF_LINE_BUFFER", "channel-split": "MSF_CHANNEL_SPLIT"}
-MAX_KERNEL = 11          # kernel columns: library/src/kernels/window.h
-MAX_WINDOW_FIELD = 255   # kernel rows and strides: uint8 in msf_layer_t
 EXTERNAL = "MSF_EXTERNAL"
 
 
@@ -50,21 +49,7 @@ def _check(model: Model) -> None:
     if not model.quantized:
         raise MsfError("the model has no quantized weights (materialize it first)",
                        source=model.source or model.name)
-    for i, layer in enumerate(model.layers):
-        if not layer.has_window:
-            continue
-        where = f"layers[{i}]"
-        # the kernels keep a pointer per kernel column (window.h); rows only fit msf_layer_t's
-        # uint8 fields, as the strides do
-        if layer.kernel_w > MAX_KERNEL:
-            raise MsfError(f"kernel width {layer.kernel_w} is larger than the runtime's "
-                           f"{MAX_KERNEL}", source=model.source or model.name,
-                           where=f"{where}.kernel")
-        for field, value in (("kernel", layer.kernel_h), ("stride", max(layer.stride))):
-            if value > MAX_WINDOW_FIELD:
-                raise MsfError(f"{field} {value} is larger than the runtime's "
-                               f"{MAX_WINDOW_FIELD}", source=model.source or model.name,
-                               where=f"{where}.{field}")
+    check_model(model)      # the runtime's field widths (load_model checked them already)
 
 
 def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:

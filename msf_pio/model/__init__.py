@@ -5,6 +5,7 @@ from pathlib import Path
 
 from ..errors import MsfError
 from .ir import Model
+from .limits import check_model
 from .zoo import zoo_names, zoo_path
 
 _SUFFIXES = (".yaml", ".yml", ".onnx", ".tflite")
@@ -22,12 +23,15 @@ def load_model(ref: str | Path) -> Model:
                            source=ref)
     if path.suffix in (".yaml", ".yml"):
         from .spec import load_spec
-        return load_spec(path)
+        return load_spec(path)          # checks the limits itself, naming spec layers
     if path.suffix == ".onnx":
         from .onnx_import import load_onnx
-        return load_onnx(path)
-    if path.suffix == ".tflite":
+        model = load_onnx(path)
+    elif path.suffix == ".tflite":
         from .tflite_import import load_tflite
-        return load_tflite(path)
-    raise MsfError("unknown model format: expected .yaml, .yml, .onnx or .tflite",
-                   source=str(path))
+        model = load_tflite(path)
+    else:
+        raise MsfError("unknown model format: expected .yaml, .yml, .onnx or .tflite",
+                       source=str(path))
+    check_model(model)
+    return model

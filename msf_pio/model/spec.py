@@ -14,6 +14,7 @@ import yaml
 from ..errors import MsfError
 from . import ir
 from .ir import Layer, Model, conv_out, same_padding
+from .limits import MAX_CHANNELS, MAX_DIM, MAX_INT, MAX_LAYERS, MAX_REPEAT, check_model
 
 _COMMON = {"op", "name", "input"}   # input: the tensor the layer reads (default: the previous)
 _FIELDS = {
@@ -53,17 +54,73 @@ def load_spec(path: str | Path) -> Model:
     """Read a YAML spec file into a (weightless) IR model."""
     path = Path(path)
     try:
-        text = path.read_text()
+        raw = path.read_bytes()
     except OSError as exc:
         raise MsfError(f"cannot read model file ({exc.strerror})", source=str(path)) from None
+    if len(raw) > MAX_SPEC_BYTES:
+        raise MsfError(f"{len(raw)} B: a YAML spec is at most {MAX_SPEC_BYTES} B",
+                       source=str(path))
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MsfError(f"not UTF-8 text (byte {exc.start}): a YAML spec is text",
+                       source=str(path)) from None
+    return spec_to_model(safe_yaml(text, str(path)), source=str(path))
+
+
+MAX_SPEC_BYTES = 1 << 20        # a spec is a page of text; weights live in their own files
+MAX_YAML_NODES = 100_000        # nodes once aliases are expanded (a "billion laughs" is 10^9)
+MAX_YAML_DEPTH = 64
+
+
+def safe_yaml(text: str, source: str):
+    """yaml.safe_load, with the document's size counted as if every alias were expanded (every
+    later reader, str() and error messages included, may expand it) and its nesting bounded,
+    before anything is built."""
+    loader = None
+    try:
+        loader = yaml.SafeLoader(text)      # its reader refuses control characters here
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _expanded_size(node, source)
+        return loader.construct_document(node)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         loc = f"line {mark.line + 1}, column {mark.column + 1}" if mark else None
-        raise MsfError(f"malformed YAML: {getattr(exc, 'problem', exc)}", source=str(path),
-                       where=loc) from None
-    return spec_to_model(data, source=str(path))
+        raise MsfError(f"malformed YAML: {getattr(exc, 'problem', None) or exc}",
+                       source=source, where=loc) from None
+    except RecursionError:
+        raise MsfError(f"malformed YAML: nested deeper than {MAX_YAML_DEPTH} levels",
+                       source=source) from None
+    finally:
+        if loader is not None:
+            loader.dispose()
+
+
+def _expanded_size(root, source: str) -> None:
+    """Nodes of the document with aliases expanded (shared nodes counted once per use), and
+    its depth: iterative, memoised per node, so an alias bomb is measured without expanding."""
+    sizes: dict[int, int] = {}
+    stack = [(root, 1, False)]
+    while stack:
+        node, depth, done = stack.pop()
+        if depth > MAX_YAML_DEPTH:
+            raise MsfError(f"malformed YAML: nested deeper than {MAX_YAML_DEPTH} levels",
+                           source=source)
+        children = ([c for pair in node.value for c in pair]
+                    if isinstance(node, yaml.MappingNode) else
+                    node.value if isinstance(node, yaml.SequenceNode) else [])
+        if id(node) in sizes:
+            continue
+        if not done:
+            stack.append((node, depth, True))
+            stack.extend((c, depth + 1, False) for c in children if id(c) not in sizes)
+            continue
+        sizes[id(node)] = 1 + sum(sizes.get(id(c), 1) for c in children)
+        if sizes[id(node)] > MAX_YAML_NODES:
+            raise MsfError(f"the YAML expands to more than {MAX_YAML_NODES} values (aliases "
+                           "counted where they are used)", source=source)
 
 
 def spec_to_model(data: Any, source: str = "<spec>") -> Model:
@@ -72,8 +129,10 @@ def spec_to_model(data: Any, source: str = "<spec>") -> Model:
         raise ctx.error("", "a model spec must be a mapping with 'input' and 'layers'")
     for key in data:
         if key not in _TOP:
-            raise ctx.error(str(key), f"unknown top-level field (expected one of {sorted(_TOP)})")
+            raise ctx.error(_key(key), f"unknown top-level field (expected one of {sorted(_TOP)})")
     name = data.get("name") or Path(source).stem
+    if not isinstance(name, (str, int, float)) or len(str(name)) > 256:
+        raise ctx.error("name", "must be a string of at most 256 characters")
     input_shape = _input_shape(data.get("input"), ctx)
     weights_spec = _weights_spec(data.get("weights", {"random": 0}), ctx, source)
     layers_spec = data.get("layers")
@@ -90,6 +149,7 @@ def spec_to_model(data: Any, source: str = "<spec>") -> Model:
     bad = ir.graph_error(model)
     if bad:
         raise MsfError(bad[1], source=source, where=builder.spec_where[bad[0]])
+    check_model(model, lambda i: builder.spec_where[i])
     return model
 
 
@@ -97,8 +157,24 @@ def _input_shape(value: Any, ctx: _Ctx) -> ir.Shape:
     shape = value.get("shape") if isinstance(value, dict) else None
     if (not isinstance(shape, list) or len(shape) != 3
             or not all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in shape)):
-        raise ctx.error("input.shape", f"must be [H, W, C] of positive integers, got {shape!r}")
+        raise ctx.error("input.shape", f"must be [H, W, C] of positive integers, got "
+                                       f"{_short(shape)}")
+    if max(shape[:2]) > MAX_DIM or shape[2] > MAX_CHANNELS:
+        raise ctx.error("input.shape", f"{shape} is beyond any microcontroller: height and "
+                                       f"width are limited to {MAX_DIM}, channels to "
+                                       f"{MAX_CHANNELS}")
     return (shape[0], shape[1], shape[2])
+
+
+def _key(key: Any) -> str:
+    """A mapping key as the field an error names."""
+    return key[:60] if isinstance(key, str) else _short(key)
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    """repr of a bad value for a message, cut short (a value may be huge)."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _weights_spec(value: Any, ctx: _Ctx, source: str) -> dict:
@@ -107,7 +183,7 @@ def _weights_spec(value: Any, ctx: _Ctx, source: str) -> dict:
     kind, arg = next(iter(value.items()))
     if kind == "random":
         if not isinstance(arg, int) or isinstance(arg, bool):
-            raise ctx.error("weights.random", f"seed must be an integer, got {arg!r}")
+            raise ctx.error("weights.random", f"seed must be an integer, got {_short(arg)}")
         return {"random": arg}
     if not isinstance(arg, str):
         raise ctx.error(f"weights.{kind}", "must be a file path")
@@ -129,13 +205,20 @@ class _Builder:
         self.spec_where: list[str] = []           # IR layer -> the spec layer it came from
 
     # -- field readers ---------------------------------------------------------------------
-    def _int(self, spec: dict, key: str, default: int | None = None, minimum: int = 1) -> int:
+    def _int(self, spec: dict, key: str, default: int | None = None, minimum: int = 1,
+             maximum: int = MAX_INT) -> int:
         value = spec.get(key, default)
         if value is None:
             raise self.ctx.error(key, "is required")
         if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-            raise self.ctx.error(key, f"must be an integer >= {minimum}, got {value!r}")
+            raise self.ctx.error(key, f"must be an integer >= {minimum}, got {_short(value)}")
+        if value > maximum:
+            raise self.ctx.error(key, f"{_short(value)} is over the limit of {maximum}")
         return value
+
+    def _out(self, spec: dict) -> int:
+        """Output channels (dense: neurons)."""
+        return self._int(spec, "out", maximum=MAX_CHANNELS)
 
     def _pair(self, spec: dict, key: str, default=None) -> ir.Pair:
         """A kernel or stride: one integer >= 1 (square) or [rows, columns]."""
@@ -145,7 +228,9 @@ class _Builder:
         items = value if isinstance(value, list) and len(value) == 2 else [value, value]
         if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 1 for v in items):
             raise self.ctx.error(key, "must be an integer >= 1 or a list [rows, columns] of two, "
-                                      f"got {value!r}")
+                                      f"got {_short(value)}")
+        if max(items) > MAX_DIM:
+            raise self.ctx.error(key, f"{_short(value)} is over the limit of {MAX_DIM}")
         return ir.pair(tuple(items))
 
     def _float(self, spec: dict, key: str, default: float, lo: float) -> float:
@@ -154,7 +239,7 @@ class _Builder:
         ok = isinstance(value, (int, float)) and not isinstance(value, bool)
         if not ok or not np.isfinite(value) or value < lo or (key == "beta" and value == 0):
             bound = f"> {lo}" if key == "beta" else f">= {lo}"
-            raise self.ctx.error(key, f"must be a finite number {bound}, got {value!r}")
+            raise self.ctx.error(key, f"must be a finite number {bound}, got {_short(value)}")
         return float(np.float32(value))
 
     def _act(self, spec: dict, default: str) -> str:
@@ -162,7 +247,7 @@ class _Builder:
         if act is None:
             act = "none"
         if act not in ir.ACTIVATIONS:
-            raise self.ctx.error("act", f"must be one of {list(ir.ACTIVATIONS)}, got {act!r}")
+            raise self.ctx.error("act", f"must be one of {list(ir.ACTIVATIONS)}, got {_short(act)}")
         return act
 
     def _padding(self, spec: dict, kernel: ir.Pair, stride: ir.Pair,
@@ -178,7 +263,7 @@ class _Builder:
         if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < min(kernel):
             return (value, value, value, value)
         raise self.ctx.error("padding", "must be 'same', 'valid' or an integer in [0, kernel), "
-                                        f"got {value!r}")
+                                        f"got {_short(value)}")
 
     # -- layer emitters --------------------------------------------------------------------
     def _emit(self, op: str, out_c: int, kernel: ir.Pair = (1, 1), stride: ir.Pair = (1, 1),
@@ -207,6 +292,8 @@ class _Builder:
                       name=name or f"{op}_{len(self.layers)}")
         self.layers.append(layer)
         self.spec_where.append(self.ctx.where)
+        if len(self.layers) > MAX_LAYERS:
+            raise self.ctx.error("", f"the spec expands to more than {MAX_LAYERS} layers")
         self.shape = out
         return len(self.layers)      # tensor index of this layer's output
 
@@ -219,23 +306,23 @@ class _Builder:
 
     def add_spec_layer(self, index: int, spec: Any) -> None:
         if not isinstance(spec, dict):
-            raise self.ctx.error("", f"must be a mapping with an 'op', got {spec!r}")
+            raise self.ctx.error("", f"must be a mapping with an 'op', got {_short(spec)}")
         op = spec.get("op")
         if op not in _FIELDS:
-            raise self.ctx.error("op", f"unknown op {op!r} (supported: {', '.join(_FIELDS)})")
+            raise self.ctx.error("op", f"unknown op {_short(op)} (supported: {', '.join(_FIELDS)})")
         for key in spec:
             if key not in _FIELDS[op] | _COMMON:
-                raise self.ctx.error(str(key), f"unknown field for op {op} "
-                                               f"(allowed: {', '.join(sorted(_FIELDS[op]))})")
+                raise self.ctx.error(_key(key), f"unknown field for op {op} "
+                                                f"(allowed: {', '.join(sorted(_FIELDS[op]))})")
         if "input" in spec:             # a branch: read an earlier tensor instead of the last
             self.pending_input = self._ref(spec, "input")
             self.shape = self._tensor_shape(self.pending_input)
         c = self.shape[2]
         if op == "conv2d":
-            out = self._window(ir.CONV, spec, self._int(spec, "out"), "same", self._act(spec, "none"))
+            out = self._window(ir.CONV, spec, self._out(spec), "same", self._act(spec, "none"))
         elif op == "pointwise":
             spec = {**spec, "kernel": 1}
-            out = self._window(ir.CONV, spec, self._int(spec, "out"), "valid", self._act(spec, "none"))
+            out = self._window(ir.CONV, spec, self._out(spec), "valid", self._act(spec, "none"))
         elif op == "depthwise_conv2d":
             if self._int(spec, "out", c) != c:
                 raise self.ctx.error("out", f"a depthwise conv keeps the channels: must be {c}")
@@ -245,7 +332,7 @@ class _Builder:
         elif op == "global_avgpool":
             out = self._emit(ir.GLOBAL_AVGPOOL, c, name=spec.get("name", ""))
         elif op == "dense":
-            out = self._emit(ir.DENSE, self._int(spec, "out"), act=self._act(spec, "none"),
+            out = self._emit(ir.DENSE, self._out(spec), act=self._act(spec, "none"),
                              name=spec.get("name", ""))
         elif op == "add":
             out = self._add(spec)
@@ -261,7 +348,7 @@ class _Builder:
                 slopes = spec.get("slopes", "channel")
                 if slopes not in ("channel", "pixel"):
                     raise self.ctx.error("slopes", f"must be channel (one slope per channel) or "
-                                                   f"pixel (one per element), got {slopes!r}")
+                                                   f"pixel (one per element), got {_short(slopes)}")
                 self.layers[-1].slope_per_pixel = slopes == "pixel"
         else:
             out = self._inverted_residual(spec)
@@ -279,7 +366,7 @@ class _Builder:
         if isinstance(ref, int) and not isinstance(ref, bool) and 0 <= ref < len(self.spec_outputs):
             return self.spec_outputs[ref]
         raise self.ctx.error(key, "must be 'input', the index of an earlier layer or the "
-                                  f"name of an earlier layer, got {ref!r}")
+                                  f"name of an earlier layer, got {_short(ref)}")
 
     def _current(self) -> int:
         """The tensor the next layer reads."""
@@ -312,15 +399,15 @@ class _Builder:
 
     def _inverted_residual(self, spec: dict) -> int:
         """MobileNetV2 block: [1x1 expand relu6] -> kxk depthwise relu6 -> 1x1 project (+ skip)."""
-        out_c = self._int(spec, "out")
+        out_c = self._out(spec)
         expand = self._int(spec, "expand", 1)
         kernel = self._pair(spec, "kernel", 3)
         stride = self._pair(spec, "stride", 1)
-        repeat = self._int(spec, "repeat", 1)
+        repeat = self._int(spec, "repeat", 1, maximum=MAX_REPEAT)
         act = self._act(spec, "relu6")
         residual = spec.get("residual", "auto")
         if residual not in ("auto", True, False):
-            raise self.ctx.error("residual", f"must be auto, true or false, got {residual!r}")
+            raise self.ctx.error("residual", f"must be auto, true or false, got {_short(residual)}")
         base = spec.get("name", f"ir{len(self.spec_outputs)}")
         out = len(self.layers)
         for r in range(repeat):
