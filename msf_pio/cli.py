@@ -1,14 +1,36 @@
-"""`msf-pio` command line (DESIGN.md section 3). User errors print one line, never a traceback."""
+"""`msf-pio` command line (DESIGN.md section 3). Every error is one line on stderr, never a
+traceback, with the exit status of its kind (errors.py): 0 ok, 1 infeasible budget, 2 bad input
+or option, 3 internal error (`msf-pio --debug ...` or MSF_PIO_DEBUG=1 shows the traceback)."""
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from . import __version__
-from .errors import MsfError
-from .options import parse_max_overhead, parse_ram_limit  # noqa: F401  (re-exported)
+from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, MsfError, one_line
+from .options import check_plan_options, parse_max_overhead, parse_ram_limit  # noqa: F401
+
+
+class _Parser(argparse.ArgumentParser):
+    """A bad command line is one line too (argparse's own error prints the usage first)."""
+
+    def error(self, message):
+        print(f"msf-pio: error: {self.prog}: {one_line(message)} (see {self.prog} --help)",
+              file=sys.stderr)
+        sys.exit(EXIT_BAD_INPUT)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return value
 
 
 class _HelpFormatter(argparse.HelpFormatter):
@@ -89,13 +111,33 @@ def _quantized_from_args(args):
     return quantized_model(args.model, args.calibration, input_range)
 
 
+def _plan_options(args) -> dict:
+    """The solve options, checked together before any model is read: parsed values, a board
+    with a latency profile, no option that the others would make ignored."""
+    options = {"objective": args.objective,
+               "max_overhead": parse_max_overhead(args.max_overhead),
+               "ram_limit": None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
+               "cost_model": getattr(args, "cost_model", "exact"),
+               "schemes": _schemes(args) if hasattr(args, "schemes") else None}
+    check_plan_options(**options)
+    board = getattr(args, "board", None)
+    if board is not None:
+        from .fusion import latency
+        from .pio.boards import twin_of
+        board = twin_of(board)          # a real board: its emulated twin's profile and clock
+        if board not in latency.boards():
+            raise MsfError(f"no latency profile for {args.board} (calibrated: "
+                           f"{', '.join(latency.boards())} and the real boards they stand in "
+                           "for)", where="--board")
+    options["board"] = board
+    return options
+
+
 def _solve_from_args(args):
     from .fusion.planner import plan_model
     from .model import load_model
-    return plan_model(_streamed(load_model(args.model), args), objective=args.objective,
-                      max_overhead=parse_max_overhead(args.max_overhead),
-                      ram_limit=None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                      cost_model=args.cost_model, board=args.board, schemes=_schemes(args))
+    options = _plan_options(args)
+    return plan_model(_streamed(load_model(args.model), args), **options)
 
 
 def cmd_solve(args) -> int:
@@ -116,8 +158,9 @@ def cmd_pareto(args) -> int:
     from .fusion.graph import build_graph
     from .fusion.report import render_pareto
     from .model import load_model
-    model = load_model(args.model)
     schemes = _schemes(args)
+    check_plan_options("min_ram", float("inf"), None, args.cost_model, schemes)
+    model = load_model(args.model)
     graph = build_graph(model, args.cost_model, schemes)
     plans = solvers.pareto(graph)
     if args.json:
@@ -165,9 +208,9 @@ def cmd_report(args) -> int:
 def solvers_solve(graph, args):
     """The plan the solve options ask for on `graph` (an infeasible one: a one-line error)."""
     from .fusion.planner import feasible_plan
-    return feasible_plan(graph, args.objective, parse_max_overhead(args.max_overhead),
-                         None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                         board=args.board)
+    o = _plan_options(args)
+    return feasible_plan(graph, o["objective"], o["max_overhead"], o["ram_limit"],
+                         board=o["board"])
 
 
 def cmd_paper_table1(args) -> int:
@@ -180,10 +223,10 @@ def cmd_paper_table1(args) -> int:
 def _codegen_plan(args):
     """Quantized model and the plan the options ask for (exact cost model)."""
     from .verify import plan_for
+    o = _plan_options(args)
     model = _streamed(_quantized_from_args(args), args)
-    plan = plan_for(model, args.objective, parse_max_overhead(args.max_overhead),
-                    None if args.ram_limit is None else parse_ram_limit(args.ram_limit),
-                    args.cost_model, board=args.board, schemes=_schemes(args))
+    plan = plan_for(model, o["objective"], o["max_overhead"], o["ram_limit"], o["cost_model"],
+                    board=o["board"], schemes=o["schemes"])
     return model, plan
 
 
@@ -257,9 +300,12 @@ def cmd_init(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) "
-                                     "plans and int8 C code for microcontroller CNNs")
+    parser = _Parser(prog="msf-pio", description="Multi-stage fusion (msf-CNN) plans and int8 C "
+                     "code for microcontroller CNNs. Exit status: 0 ok, 1 infeasible budget, 2 "
+                     "bad input or option, 3 internal error.")
     parser.add_argument("--version", action="version", version=f"msf-pio {__version__}")
+    parser.add_argument("--debug", action="store_true",
+                        help="show the traceback of an internal error (also MSF_PIO_DEBUG=1)")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("solve", help="find a fusion plan and print it")
@@ -282,7 +328,7 @@ def build_parser() -> argparse.ArgumentParser:
                        "the numpy reference, the unfused plan, and the predicted RAM and MACs")
     _add_solve_options(p)
     p.add_argument("--seed", type=int, default=0, help="first input seed")
-    p.add_argument("--seeds", type=int, default=1, help="how many seeded inputs")
+    p.add_argument("--seeds", type=_positive_int, default=1, help="how many seeded inputs")
     p.add_argument("--no-sanitize", action="store_true", help="skip the ASan/UBSan build")
     _add_calibration_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON")
@@ -368,8 +414,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return args.func(args)
     except MsfError as exc:
-        print(f"msf-pio: error: {exc}", file=sys.stderr)
-        return 2
+        print(f"msf-pio: error: {one_line(exc)}", file=sys.stderr)
+        return exc.status
+    except BrokenPipeError:
+        # the reader went away (`| head`): what it wanted was written; stop quietly
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 0
+    except KeyboardInterrupt:
+        print("msf-pio: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # a bug: one line, the traceback on request
+        if args.debug or os.environ.get("MSF_PIO_DEBUG"):
+            raise
+        print(f"msf-pio: internal error: {type(exc).__name__}: {one_line(exc, 300)} (a bug: "
+              "please report it; `msf-pio --debug ...` shows the traceback)", file=sys.stderr)
+        return EXIT_INTERNAL
 
 
 if __name__ == "__main__":

@@ -19,10 +19,14 @@ def parse_ram_limit(text: str, where: str = "--ram-limit") -> float:
     if not m:
         raise MsfError(f"must be a number of bytes such as 65536, 64kB or 64KiB, got {text!r}",
                        where=where)
-    value = float(m.group(1)) * _UNITS[(m.group(2) or "b").lower()]
+    number, unit = m.group(1), _UNITS[(m.group(2) or "b").lower()]
+    whole, _, fraction = number.partition(".")
+    value = int(whole) * unit + (int(fraction) * unit // 10 ** len(fraction) if fraction else 0)
+    if fraction and (int(fraction) * unit) % 10 ** len(fraction):
+        raise MsfError(f"must be a whole number of bytes, got {text!r}", where=where)
     if value <= 0:
         raise MsfError(f"must be positive, got {text!r}", where=where)
-    return int(value)
+    return value
 
 
 def parse_max_overhead(text: str, where: str = "--max-overhead") -> float:
@@ -33,3 +37,24 @@ def parse_max_overhead(text: str, where: str = "--max-overhead") -> float:
     if math.isnan(value) or value < 1:
         raise MsfError(f"must be >= 1 (F = 1 is the unfused model), got {text!r}", where=where)
     return value
+
+
+# The option names of each front end, for messages: the CLI's flags, platformio.ini's keys.
+CLI_NAMES = {"objective": "--objective", "max_overhead": "--max-overhead",
+             "ram_limit": "--ram-limit", "cost_model": "--cost-model", "schemes": "--schemes"}
+INI_NAMES = {k: f"custom_msf_{k}" for k in CLI_NAMES}
+
+
+def check_plan_options(objective: str, max_overhead: float, ram_limit: float | None,
+                       cost_model: str, schemes, names: dict = CLI_NAMES) -> None:
+    """Options that would be silently ignored together fail instead: one rule for the CLI and
+    the build (`names` gives the option names the user wrote)."""
+    if objective != "min_ram" and not math.isinf(max_overhead):
+        raise MsfError(f"applies to the min_ram objective only (P1's Fmax), not to "
+                       f"{objective}", where=names["max_overhead"])
+    if objective == "min_macs" and (ram_limit is None or math.isinf(ram_limit)):
+        raise MsfError(f"min_macs (P2: fewest MACs within a RAM limit) needs "
+                       f"{names['ram_limit']}", where=names["objective"])
+    if schemes is not None and cost_model != "exact":
+        raise MsfError(f"cache schemes are choices of the exact cost model; the {cost_model} "
+                       f"cost model has the paper's H-cache only", where=names["schemes"])

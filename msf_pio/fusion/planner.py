@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import MsfError
+from ..errors import InfeasibleBudget, MsfError
 from ..model import load_model
 from ..model.ir import Model
 from . import solvers
@@ -30,7 +30,7 @@ def feasible_plan(graph: FusionGraph, objective: str, max_overhead: float = math
     plan = solvers.solve(graph, objective, max_overhead, ram_limit, board)
     if not plan.feasible:
         hint = nearest_feasible(graph, plan)
-        raise MsfError(f"infeasible budget{context}: {plan.reason}; nearest feasible: "
+        raise InfeasibleBudget(f"infeasible budget{context}: {plan.reason}; nearest feasible: "
                        f"{hint['message']}", source=f"model {graph.model.name}")
     return plan
 

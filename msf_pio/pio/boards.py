@@ -45,6 +45,11 @@ def _table() -> dict:
     return yaml.safe_load(FACTS.read_text())
 
 
+def twin_of(board: str) -> str:
+    """The emulated board whose latency profile predicts `board` (itself if it has none)."""
+    return str((_table().get(board) or {}).get("twin", board))
+
+
 def board_facts(board: str, manifest_get, app_partition: tuple[str, int] | None = None
                 ) -> BoardFacts:
     """Facts of `board`; `manifest_get(key, default)` reads its PlatformIO manifest. Where both
