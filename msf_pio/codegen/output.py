@@ -22,7 +22,10 @@ def save_atomic(path: str | Path, write) -> None:
     path = Path(path)
     if path.is_dir():
         raise MsfError("is a directory", source=str(path))
-    fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".msf-")
+    try:
+        fd, tmp = tempfile.mkstemp(dir=path.parent if str(path.parent) else ".", prefix=".msf-")
+    except OSError as exc:          # no such folder, a path under a file, no permission
+        raise MsfError(f"cannot write here ({exc.strerror})", source=str(path)) from None
     try:
         with os.fdopen(fd, "wb") as f:
             write(f)
@@ -30,6 +33,9 @@ def save_atomic(path: str | Path, write) -> None:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, path)
+    except OSError as exc:          # a full disk: the old file is left as it was
+        os.unlink(tmp)
+        raise MsfError(f"cannot write ({exc.strerror})", source=str(path)) from None
     except BaseException:
         os.unlink(tmp)
         raise
@@ -39,7 +45,13 @@ def write_generated(sources: Sources, plan: Plan, directory: str | Path) -> list
     """msf_model.h, msf_model.c and plan.json into `directory`; files there that msf-pio did
     not generate are never overwritten. Unchanged files are not rewritten (no rebuild)."""
     directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise MsfError("is a file, not a folder to write into", source=str(directory)) from None
+    except OSError as exc:          # a path under a file, no permission, a full disk
+        raise MsfError(f"cannot create the folder ({exc.strerror})",
+                       source=str(directory)) from None
     contents = {"msf_model.h": sources.header, "msf_model.c": sources.source,
                 "plan.json": json.dumps({"generator": MARKER, **plan.to_json()}, indent=2) + "\n"}
     for name in GENERATED:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import sys
 import time
 from dataclasses import dataclass, replace
@@ -17,9 +18,10 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__, progress
-from ..options import parse_max_overhead, parse_ram_limit
-from ..errors import MsfError
+from ..options import INI_NAMES, check_plan_options, parse_max_overhead, parse_ram_limit
+from ..errors import InfeasibleBudget, MsfError, one_line
 from ..fusion.solvers import OBJECTIVES
+from ..codegen.output import save_atomic
 from .boards import BoardFacts, app_partition, board_facts, c_defines
 
 GENERATED_DIR = "msf_generated"
@@ -44,12 +46,32 @@ class Options:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
 
 
+# Every custom_msf_* option the build reads; any other custom_msf_ key is a typo or an option
+# of another msf-pio version, and stops the build naming the closest of these.
+OPTIONS = ("custom_msf_model", "custom_msf_objective", "custom_msf_max_overhead",
+           "custom_msf_ram_limit", "custom_msf_cost_model", "custom_msf_output",
+           "custom_msf_input", "custom_msf_measure", "custom_msf_calibration",
+           "custom_msf_input_range")
+
+
+def check_option_names(keys, where: str) -> None:
+    """An unknown custom_msf_* key fails, naming the closest known one."""
+    import difflib
+    for key in keys:
+        if key.startswith("custom_msf_") and key not in OPTIONS:
+            close = difflib.get_close_matches(key, OPTIONS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]}?" if close else f"known: {', '.join(OPTIONS)}"
+            raise MsfError(f"unknown msf-pio option ({hint})", source=where, where=key)
+
+
 def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
-                 measure_by_default: bool = False) -> Options:
-    """`get(name, default)` reads one option of [env:NAME]; errors name the file and option.
-    custom_msf_measure = auto measures in the builds that check RAM: `pio test` builds and the
-    emulated boards; a user's release firmware carries no painting code."""
+                 measure_by_default: bool = False, keys=()) -> Options:
+    """`get(name, default)` reads one option of [env:NAME], `keys` are all the env's option
+    names; errors name the file and option. custom_msf_measure = auto measures in the builds
+    that check RAM: `pio test` builds and the emulated boards; a user's release firmware
+    carries no painting code."""
     where = f"platformio.ini [env:{env_name}]"
+    check_option_names(keys, where)
 
     def fail(option, message):
         return MsfError(message, source=where, where=option)
@@ -105,6 +127,12 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
             input_range = parse_input_range(input_range, "custom_msf_input_range")
         except MsfError as exc:
             raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    try:
+        check_plan_options(objective, max_overhead,           # auto: the board's budget
+                           facts.ram if limit == "auto" else ram_limit, cost_model, None,
+                           INI_NAMES)
+    except MsfError as exc:
+        raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
                    calibration, input_range, stream_in)
@@ -145,17 +173,78 @@ def _inputs_digest(options: Options, facts: BoardFacts) -> str:
 def generate_library(options: Options, build_dir: Path, facts: BoardFacts,
                      f_cpu: int) -> tuple[Path, dict, bool]:
     """Generate (or keep) the msf_model library under build_dir; returns its folder of
-    libraries, the plan summary and whether anything was regenerated."""
+    libraries, the plan summary and whether anything was regenerated. Crash-safe: every file
+    is written whole or not at all, the stamp last, holding the files' hashes, so a build
+    torn by a kill or a full disk regenerates instead of failing; two builds of one env at
+    once take turns (a lock on the folder)."""
     root = build_dir / GENERATED_DIR
-    stamp_path = root / "stamp.json"
-    digest = _inputs_digest(options, facts)
-    if stamp_path.is_file():
-        stamp = json.loads(stamp_path.read_text())
-        if stamp.get("digest") == digest and (root / LIB_NAME / "src" / "msf_model.c").is_file():
+    root.mkdir(parents=True, exist_ok=True)
+    with _locked(root / ".lock"):
+        stamp_path = root / "stamp.json"
+        digest = _inputs_digest(options, facts)
+        stamp = _read_stamp(stamp_path)
+        if stamp and stamp["digest"] == digest and _intact(root, stamp["files"]):
             return root, stamp["summary"], False
-    summary = _generate(options, root, facts, f_cpu)
-    stamp_path.write_text(json.dumps({"digest": digest, "summary": summary}, indent=2))
+        summary = _generate(options, root, facts, f_cpu)
+        files = {str(p.relative_to(root)): _sha256(p) for p in _generated_files(root)}
+        _write_if_changed(stamp_path, json.dumps({"digest": digest, "files": files,
+                                                  "summary": summary}, indent=2))
     return root, summary, True
+
+
+def _generated_files(root: Path) -> list[Path]:
+    return sorted(p for p in (root / LIB_NAME).rglob("*") if p.is_file()) + [root / "plan.json"]
+
+
+def _sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _read_stamp(path: Path) -> dict | None:
+    """The stamp of the last complete generation, or None (missing, torn, or of an older
+    msf-pio that kept no hashes)."""
+    try:
+        stamp = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    ok = isinstance(stamp, dict) and isinstance(stamp.get("files"), dict) and \
+        isinstance(stamp.get("summary"), dict) and isinstance(stamp.get("digest"), str)
+    return stamp if ok else None
+
+
+def _intact(root: Path, files: dict) -> bool:
+    """Every generated file is there with the bytes the stamp recorded."""
+    try:
+        return bool(files) and all(_sha256(root / rel) == h for rel, h in files.items())
+    except OSError:
+        return False
+
+
+class _locked:
+    """An exclusive lock on `path` for the block (POSIX flock; Windows: msvcrt)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def __enter__(self):
+        self.file = open(self.path, "a+b")
+        try:
+            import fcntl
+            fcntl.flock(self.file.fileno(), fcntl.LOCK_EX)
+        except ImportError:       # Windows
+            import msvcrt
+            self.file.seek(0)
+            while True:
+                try:
+                    msvcrt.locking(self.file.fileno(), msvcrt.LK_LOCK, 1)
+                    break
+                except OSError:     # LK_LOCK gives up after 10 s: keep waiting
+                    continue
+        return self
+
+    def __exit__(self, *exc):
+        self.file.close()           # closing releases the lock
+        return False
 
 
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
@@ -195,14 +284,14 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     weight_bytes = sum(map(layer_weight_bytes, model.layers))
     if facts.flash and weight_bytes > facts.flash:
         where = f"{board}'s {facts.flash_region}" if facts.flash_region else board
-        raise MsfError(f"the weights need {weight_bytes} B of flash, {where} has "
+        raise InfeasibleBudget(f"the weights need {weight_bytes} B of flash, {where} has "
                        f"{facts.flash} B", source=f"model {model.name}")
     budget = facts.ram_budget(io_bytes)
     if budget is not None and plan.peak_ram > budget:
         least = feasible_plan(graph, "min_ram").peak_ram
         fits = (f"the least-RAM plan (min_ram, max_overhead inf) needs an arena of {least} B"
                 if least > budget else "min_ram with custom_msf_ram_limit = auto fits")
-        raise MsfError(f"{board} has {facts.ram} B of RAM; the {plan.label} plan needs "
+        raise InfeasibleBudget(f"{board} has {facts.ram} B of RAM; the {plan.label} plan needs "
                        f"{facts.ram_breakdown(plan.peak_ram, io_bytes)}; plans that fit have an "
                        f"arena of at most {budget} B ({fits})", source=f"model {model.name}")
     step.update(3, "reference output")
@@ -247,11 +336,16 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
 
 
 def _write_if_changed(path: Path, text: str) -> None:
-    """Unchanged files keep their time stamps, so SCons recompiles nothing."""
-    if path.is_file() and path.read_text() == text:
-        return
+    """Unchanged files keep their time stamps, so SCons recompiles nothing; a changed one is
+    written whole or not at all (a temporary file, then a rename)."""
+    data = text.encode()
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
+    save_atomic(path, lambda f: f.write(data))
 
 
 def describe(summary: dict, regenerated: bool, seconds: float) -> str:
@@ -317,14 +411,22 @@ def configure(env, lib_builder=None) -> None:
             root = program["MSF_GENERATED"]
         else:
             options = read_options(lambda k, d: env.GetProjectOption(k, d), facts, project_dir,
-                                   env_name, measure_by_default=measuring)
+                                   env_name, measure_by_default=measuring,
+                                   keys=env.GetProjectConfig().options(env=env_name))
             f_cpu = int(str(board.get("build.f_cpu", "0")).rstrip("L") or 0)
             root, summary, regenerated = generate_library(
                 options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
             program["MSF_GENERATED"] = root
             print(describe(summary, regenerated, time.perf_counter() - start))
     except MsfError as exc:
-        print(f"msf-pio: error: {exc}")
+        print(f"msf-pio: error: {one_line(exc)}")
+        env.Exit(1)
+        return
+    except Exception as exc:     # a bug: one line, not an SCons stack dump
+        if os.environ.get("MSF_PIO_DEBUG"):
+            raise
+        print(f"msf-pio: error: internal error: {type(exc).__name__}: {one_line(exc, 300)} (a "
+              "bug: please report it; MSF_PIO_DEBUG=1 shows the traceback)")
         env.Exit(1)
         return
     lib = root / LIB_NAME
