@@ -249,7 +249,7 @@ def run_cli(capsys, *argv):
 @pytest.fixture
 def logs(tmp_path):
     good = tmp_path / "good.log"
-    good.write_text("boot\n" + LINE + "\r\n" + line(us=5000) + "\nMSF exit=0\n" + LINE[:30])
+    good.write_text("boot\n" + LINE + "\r\n" + line(us=5000) + "\nMSF exit=0\n" + LINE[4:40])
     bad = tmp_path / "bad.log"
     bad.write_text(LOG)
     return good, bad
@@ -265,6 +265,30 @@ def test_cli_log_file(capsys, logs, tmp_path):
     assert monitor.read_json(tmp_path / "r.json")[1]["us"] == 5000
     code, out, _ = run_cli(capsys, "--log", str(bad), "--quiet")
     assert code == 1 and "boot" not in out and out.endswith("2 result(s): 1 not ok\n")
+
+
+def test_cli_malformed_result_line_fails_the_run(capsys, tmp_path):
+    """A result line cut short (a reset mid-line) or garbled is named, and beside good lines
+    the run still fails: it is not 'all ok'."""
+    for bad in (LINE[:60], line(crc="0xZZ"), LINE.replace(" us=", " us ")):
+        log = tmp_path / "cut.log"
+        log.write_text(LINE + "\n" + bad + "\n" + LINE + "\n")
+        code, out, err = run_cli(capsys, "--log", str(log))
+        assert code == 1 and out.count("MALFORMED result line") == 1, bad
+        assert "1 malformed result line(s)" in err and out.count(OK_VERDICT) == 2
+
+
+def test_cli_long_lines_are_bounded_and_linear(capsys, tmp_path):
+    """A line without an end (noise, a stuck UART) is read once and kept to MAX_LINE bytes: 8 MB
+    of it, then a good result line, reads in one pass; an overlong result line is malformed."""
+    log = tmp_path / "noise.log"
+    log.write_bytes(b"x" * (8 << 20) + b"\n" + LINE.encode() + b"\n" +
+                    LINE.encode() + b" " + b"y" * 5000 + b"\n")
+    code, out, err = run_cli(capsys, "--log", str(log))
+    assert code == 1 and out.count(OK_VERDICT) == 1
+    assert f"[line cut: {(8 << 20) - monitor.MAX_LINE} more bytes]" in out
+    assert "1 malformed result line(s)" in err
+    assert max(len(l) for l in out.splitlines()) < monitor.MAX_LINE + 100
 
 
 def test_cli_json_prints_the_records_and_nothing_else(capsys, logs):

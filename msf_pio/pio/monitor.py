@@ -61,6 +61,10 @@ FIELDS = {"model": _name, "plan": _name, "board": _name, "clock": _choice(CLOCKS
           "crc": _crc, "crc_ref": _crc, "status": _choice(STATUSES)}
 
 
+RESULT_START = "MSF model="
+MAX_LINE = 4096     # bytes of one serial line kept (a result line is about 300)
+
+
 def parse_line(line: str) -> dict | None:
     """The record of one result line (ints as int, CRCs as lower-case '0x%08x'), or None for
     any other line. Strict on purpose: a line cut short or garbled is not a result."""

@@ -57,20 +57,36 @@ class _Source:
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self):
-        buf = b""
+        """Each byte is looked at once (a line without an end is not split again and again),
+        and a line keeps at most MAX_LINE bytes: a longer one is cut, marked, and counted as
+        malformed if it was a result line."""
+        buf, cut = bytearray(), 0
         try:
             for chunk in iter(self._read, b""):
-                *complete, buf = (buf + chunk).split(b"\n")
-                for raw in complete:
-                    self.lines.put(raw.decode("ascii", "replace").rstrip("\r"))
-            if buf:
-                self.lines.put(buf.decode("ascii", "replace").rstrip("\r"))
+                start = 0
+                while start <= len(chunk):
+                    end = chunk.find(b"\n", start)
+                    piece = chunk[start:] if end < 0 else chunk[start:end]
+                    room = monitor.MAX_LINE - len(buf)
+                    buf += piece[:max(room, 0)]
+                    cut += max(len(piece) - max(room, 0), 0)
+                    if end < 0:
+                        break
+                    self.lines.put(_line(buf, cut))
+                    buf, cut, start = bytearray(), 0, end + 1
+            if buf or cut:
+                self.lines.put(_line(buf, cut))
             self.lines.put(_EOF)
         except (OSError, ValueError) as exc:  # pyserial's errors are OSErrors
             self.lines.put(exc)
 
     def close(self):
         self._close()
+
+
+def _line(raw: bytearray, cut: int) -> str:
+    text = raw.decode("ascii", "replace").rstrip("\r")
+    return f"{text} [line cut: {cut} more bytes]" if cut else text
 
 
 def _open_log(path: str) -> _Source:
@@ -142,7 +158,7 @@ def _check_args(args) -> list[str]:
 def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | None]:
     """Result records until the end of input, --count or --timeout (or Ctrl-C); and why the
     reading stopped early, when that is a failure."""
-    records, results = [], monitor.Results()
+    records, results, malformed = [], monitor.Results(), 0
     deadline = None if args.timeout is None else time.monotonic() + args.timeout
     try:
         while args.count is None or len(records) < args.count:
@@ -152,7 +168,7 @@ def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | 
             except queue.Empty:
                 if args.count is not None or args.run:
                     return records, f"timeout after {args.timeout:g} s"
-                return records, None
+                break
             if line is _EOF:
                 status = source.status() if source.status else 0
                 if status != 0:
@@ -165,10 +181,15 @@ def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | 
             if record is not None:
                 records.append(record)
                 echo(monitor.verdict_line(record, plan))
+            elif monitor.RESULT_START in line:     # a result line cut short or garbled
+                malformed += 1
+                echo("  -> MALFORMED result line (cut short or garbled): not a result")
     except KeyboardInterrupt:
         return records, "interrupted" if args.count is not None or args.run else None
     if args.count is not None and len(records) < args.count:
         return records, f"input ended after {len(records)} of {args.count} results"
+    if malformed:
+        return records, f"{malformed} malformed result line(s) (cut short or garbled)"
     return records, None
 
 
