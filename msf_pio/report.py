@@ -236,6 +236,39 @@ def frontier_figure(report: dict):
     return fig
 
 
+def edges_figure(record: dict, plan: dict | None):
+    """A profiled run's cycles per edge (custom_msf_profile = yes) beside the predicted ones."""
+    plt = _pyplot()
+    measured = record.get("edge_cycles")
+    if not measured:
+        raise MsfError("no MSF edge= lines before the result: build with custom_msf_profile = yes")
+    blocks = (plan or {}).get("blocks") or []
+    n = len(measured)
+    fig, ax = plt.subplots(figsize=(max(6.0, 0.45 * n + 2), 4.2))
+    xs = np.arange(n)
+    predicted = [b.get("predicted_cycles") for b in blocks[:n]]
+    if predicted and all(predicted) and len(predicted) == n:
+        ax.bar(xs - 0.2, [c / 1e6 for c in predicted], 0.4, color=FRONTIER, alpha=0.5,
+               label="predicted")
+        ax.bar(xs + 0.2, [(c or 0) / 1e6 for c in measured], 0.4, color=CHOSEN, label="measured")
+    else:
+        ax.bar(xs, [(c or 0) / 1e6 for c in measured], 0.6, color=CHOSEN, label="measured")
+    ax.set_xticks(xs)
+    ax.set_xticklabels([b.get("layers", str(k)) for k, b in enumerate(blocks[:n])]
+                       if len(blocks) >= n else [str(k) for k in range(n)],
+                       rotation=60, ha="right", fontsize=8)
+    ax.set_ylabel("cycles (millions)")
+    ax.set_title(f"{record['model']} {record['plan']} on {record['board']}: cycles per edge")
+    ax.grid(True, axis="y", alpha=0.25)
+    _legend_below(ax, 2)
+    ax.get_legend().set_bbox_to_anchor((0.5, -0.35))
+    return fig
+
+
+def plot_edges(record: dict, plan: dict | None, path) -> None:
+    _save(edges_figure(record, plan), path)
+
+
 def write_csv(report: dict, path) -> None:
     keys = ("edge", "first", "last", "layers", "scheme", "ram_bytes", "macs", "weight_bytes",
             "predicted_cycles")

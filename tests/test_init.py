@@ -10,7 +10,7 @@ import pytest
 
 from msf_pio.cli import main
 from msf_pio.errors import MsfError
-from msf_pio.pio import bootstrap, init as init_mod
+from msf_pio.pio import bootstrap, init as init_mod, monitor
 from msf_pio.pio.init import add_into, init
 from msf_pio.pio.project import REPO, pio, result_lines
 
@@ -108,7 +108,7 @@ def test_the_user_main_is_short_and_the_harness_lives_under_test(tmp_path):
     init(tmp_path, ["qemu_f767zi"], "tiny")
     main_c = (tmp_path / "src" / "main.c").read_text()
     assert len(main_c.splitlines()) < 50 and "msf_model_run(input, output)" in main_c
-    assert "measure" not in main_c and "cycles" not in main_c
+    assert "msf_model_measure_arena" not in main_c and "msf_board_cycles" not in main_c
     harness = (tmp_path / "test" / "test_msf" / "harness.c").read_text()
     assert "msf_model_measure_arena" in harness and "msf_unit_tests" in harness
 
@@ -181,20 +181,30 @@ def test_into_needs_a_project(tmp_path):
 
 @pytest.mark.skipif(GIT is None or shutil.which("qemu-system-arm") is None,
                     reason="git and qemu-system-arm (scripts/setup.sh)")
-def test_a_tflite_project_builds_runs_tests_and_commits(tmp_path):
-    """The user's view end to end: the kind of file the old init broke on."""
+def test_a_tflite_project_builds_runs_tests_profiles_and_commits(tmp_path):
+    """The user's view end to end, on the kind of file the old init broke on; with
+    custom_msf_profile = yes the firmware times every edge of its plain run."""
     core = bootstrap.core_dir()
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     model, _ = _model("tflite", tmp_path)
     project = tmp_path / "proj"
     init(project, ["qemu_f767zi"], model)
+    ini = project / "platformio.ini"
+    ini.write_text(re.sub(r"custom_msf_profile = no", "custom_msf_profile = yes", ini.read_text()))
     code, out = pio(core, project, "run", "-t", "upload")
     assert code == 0, out[-3000:]
     assert re.search(r"^class [0-4] of 5 score \d+$", out, re.M), out[-2000:]
     assert not result_lines(out)                     # the user's firmware measures nothing
+    plan = monitor.load_plan(project / ".pio/build/qemu_f767zi/msf_generated/plan.json")
+    edges = len(plan["blocks"])
+    assert len(re.findall(r"^MSF edge=\d+ cycles=\d+$", out, re.M)) == edges
     code, out = pio(core, project, "test", "-e", "qemu_f767zi")
     assert code == 0, out[-3000:]
-    line = result_lines(out)[0]
-    assert "status=ok" in line and "4 test cases: 4 succeeded" in out
+    record = monitor.parse_lines(out.splitlines())[0]
+    assert record["status"] == "ok" and "4 test cases: 4 succeeded" in out
+    # the edges are disjoint parts of the timed run, which adds only the output's check
+    timed = record["edge_cycles"]
+    assert len(timed) == edges and all(c > 0 for c in timed)
+    assert sum(timed) <= record["cycles"] <= 1.1 * sum(timed)
     names, text = _committed(project)
     assert str(REPO) not in text and str(tmp_path) not in text and "models/net.tflite" in names

@@ -364,7 +364,7 @@ def test_cli_serial_port(capsys, monkeypatch):
     (["--run", "--", "/nonexistent/cmd"], "cannot run command"),
     (["--port", "/nonexistent/tty"], "cannot open serial port"),
     (["--log", "x", "--plan", "/nonexistent/plan.json"], "cannot read plan JSON"),
-    (["--log", "x", "--out", "r.txt"], "--out: must end in .csv or .json"),
+    (["--log", "x", "--out", "r.txt"], "--out: must end in .csv, .json or .png"),
 ])
 def test_cli_errors_are_one_line(capsys, argv, message):
     code, out, err = run_cli(capsys, *argv)

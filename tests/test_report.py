@@ -72,13 +72,18 @@ def test_the_frontier_is_a_frontier_and_bounds_the_chosen_plan(tiny):
 
 
 def test_pictures_keep_their_legends_off_the_curves(tiny):
-    _, _, _, data = tiny
-    for make in (report.memory_figure, report.frontier_figure):
+    _, _, plan, data = tiny
+    record = {"model": "tiny", "plan": plan.label, "board": BOARD,
+              "edge_cycles": [c + 7 for c in plan.edge_cycles]}
+    figures = (lambda d: report.memory_figure(d), lambda d: report.frontier_figure(d),
+               lambda d: report.edges_figure(record, plan.to_json()))
+    for make in figures:
         fig = make(data)
         fig.canvas.draw()
         ax = fig.axes[0]
         legend = ax.get_legend().get_window_extent()
-        assert not legend.overlaps(ax.get_window_extent()), make.__name__
+        assert not legend.overlaps(ax.get_window_extent())
+        assert not legend.overlaps(ax.xaxis.get_tightbbox())       # nor the layer names
         report._pyplot().close(fig)
 
 

@@ -354,11 +354,11 @@ static int msf_pass = -1;              /* -1: a plain run, no painting */
 #define MSF_LIVE(k) &msf_live[msf_live_first[k]], (uint32_t)(msf_live_first[k + 1] - msf_live_first[k])
 #define MSF_EDGE_BEGIN(k) do {{ \\
     if (msf_pass >= 0) msf_paint_free(msf_arena, {size}u, MSF_LIVE(k), msf_pass ? 0xAA : 0x55); \\
-    MSF_PROFILE(k, 0); }} while (0)
+    else MSF_PROFILE(k, 0); }} while (0)         /* painting runs are not timed */
 #define MSF_EDGE_DONE(k) do {{ \\
-    MSF_PROFILE(k, 1); \\
-    if (msf_pass >= 0) msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
-                                                           msf_pass ? 0xAA : 0x55, msf_pass); \\
+    if (msf_pass < 0) MSF_PROFILE(k, 1); \\
+    else msf_written[k] += msf_count_written(msf_arena, {size}u, MSF_LIVE(k), \\
+                                             msf_pass ? 0xAA : 0x55, msf_pass); \\
     }} while (0)
 #else
 #define MSF_EDGE_BEGIN(k) MSF_PROFILE(k, 0)

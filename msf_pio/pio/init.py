@@ -136,6 +136,7 @@ def _options(model: str, lib_deps: tuple[str, str]) -> list[tuple[str, str, str]
         ("custom_msf_input", "buffer", "buffer | stream (rows from a callback)"),
         ("custom_msf_output", "buffer", "buffer | stream (pixels to a sink)"),
         ("custom_msf_measure", "auto", "arena painting: only pio test and emulated builds"),
+        ("custom_msf_profile", "no", "yes: time every edge (monitor: measured vs predicted)"),
         ("test_framework", "custom", "test/test_custom_runner.py"),
         ("monitor_filters", "msf", "a verdict under every result line"),
     ]

@@ -285,7 +285,9 @@ def render_summary(record: dict, plan: dict | None = None, static_ram: int | Non
         for k, measured in enumerate(edges):
             b = blocks[k] if k < len(blocks) else {}
             pred = b.get("predicted_cycles")
-            rows.append((str(k), b.get("layers", "?"), b.get("scheme", "?"),
+            scheme = " ".join([b.get("scheme", "?")] + [f"{k}={b[k]}" for k in ("g", "tile_rows")
+                                                        if k in b]).replace("tile_rows", "t")
+            rows.append((str(k), b.get("layers", "?"), scheme,
                          f"{pred:,}" if pred else "-",
                          "-" if measured is None else f"{measured:,}",
                          f"{measured / pred - 1:+.1%}" if pred and measured is not None else ""))

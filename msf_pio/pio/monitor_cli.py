@@ -35,7 +35,8 @@ def add_monitor_command(subparsers) -> None:
     p.add_argument("--plan", metavar="plan.json",
                    help="also check the CRC and MACs against this plan JSON")
     p.add_argument("--out", metavar="FILE", action="append",
-                   help="also write the results to FILE.csv or FILE.json (repeatable)")
+                   help="also write the results to FILE.csv or FILE.json, or draw the last "
+                        "result's cycles per edge in FILE.png (repeatable)")
     p.add_argument("--json", action="store_true",
                    help="print the results as JSON instead of the report")
     p.add_argument("--count", type=int, help="stop after N result lines")
@@ -147,7 +148,7 @@ def _check_args(args) -> list[str]:
                        where="monitor")
     for path in args.out or ():
         if os.path.splitext(path)[1].lower() not in _WRITERS:
-            raise MsfError(f"must end in .csv or .json, got {path!r}", where="--out")
+            raise MsfError(f"must end in .csv, .json or .png, got {path!r}", where="--out")
     for name in ("count", "timeout", "baud"):
         value = getattr(args, name)
         if value is not None and not value > 0:
@@ -193,7 +194,14 @@ def _read_results(source: _Source, args, plan, echo) -> tuple[list[dict], str | 
     return records, None
 
 
-_WRITERS = {".csv": monitor.write_csv, ".json": monitor.write_json}
+def _plot_edges(records, path, plan) -> None:
+    from ..report import plot_edges
+    if not records:
+        raise MsfError("no result to draw", source=path)
+    plot_edges(records[-1], plan, path)
+
+
+_WRITERS = {".csv": monitor.write_csv, ".json": monitor.write_json, ".png": _plot_edges}
 
 
 def _export(records, args, plan) -> None:

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "msf/board.h"
+#include "msf/runtime.h"
 #include "msf_golden.h"
 #include "msf_model.h"
 
@@ -161,6 +162,7 @@ int main(void)
     failed |= msf_unit_tests();
 #endif
     for (;;) {                     /* an emulator exits in msf_board_end_of_run */
+        msf_profile_print();       /* custom_msf_profile = yes: every edge's cycles */
         report(&r);
 #ifdef PIO_UNIT_TESTING
         msf_unit_tests_report();

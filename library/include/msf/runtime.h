@@ -182,6 +182,10 @@ uint32_t msf_count_written(const int8_t *arena, uint32_t size, const msf_span_t 
  * cycle counter, so each fusion block's time can be set beside its predicted cost. */
 void msf_profile_edge(uint32_t edge, int done);
 
+/* custom_msf_profile = yes: prints "MSF edge=<k> cycles=<n>" for every edge of the last plain
+ * run of the model (the monitor sets them beside the predicted cycles); otherwise nothing. */
+void msf_profile_print(void);
+
 /* Counters of the instrumented builds. */
 #ifdef MSF_COUNT_MACS
 extern uint64_t msf_macs;

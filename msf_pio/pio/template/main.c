@@ -7,6 +7,7 @@
 #include <stdint.h>
 
 #include "msf/board.h"
+#include "msf/runtime.h"
 #include "msf_golden.h"
 #include "msf_model.h"
 
@@ -25,6 +26,7 @@ int main(void)
             input[i] = msf_golden_input[i];    /* your camera frame or sensor window here */
         }
         msf_model_run(input, output);
+        msf_profile_print();                   /* custom_msf_profile = yes: cycles per edge */
 
         int32_t best = 0;                      /* a classifier's answer: the largest output */
         for (int32_t i = 1; i < MSF_MODEL_OUTPUT_BYTES; i++) {
