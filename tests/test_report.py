@@ -107,4 +107,4 @@ def test_report_of_an_infeasible_budget_is_one_line(capsys, tmp_path):
     code = main(["report", "tiny", "--objective", "min_macs", "--ram-limit", "10",
                  "--out", str(tmp_path)])
     err = capsys.readouterr().err
-    assert code == 2 and "infeasible" in err and len(err.strip().splitlines()) == 1
+    assert code == 1 and "infeasible" in err and len(err.strip().splitlines()) == 1  # status 1
