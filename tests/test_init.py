@@ -179,6 +179,35 @@ def test_into_needs_a_project(tmp_path):
         add_into(tmp_path, ["qemu_f767zi"], "tiny")
 
 
+def _device_monitor(core, project, timeout=120) -> str:
+    """What `pio device monitor` shows on a terminal (a pseudo-terminal) until QEMU's run is
+    over or the monitor gives up; then Ctrl+C."""
+    import os
+    import pty
+    import select
+    import sys
+    import time
+    pid, fd = pty.fork()
+    if pid == 0:                                     # the child: the monitor on the terminal
+        os.chdir(project)
+        os.execve(sys.executable, [sys.executable, "-m", "platformio", "device", "monitor"],
+                  bootstrap.offline_env(core))
+    out, deadline = b"", time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline and b"QEMU exited" not in out:
+            if select.select([fd], [], [], 1)[0]:
+                out += os.read(fd, 4096)
+        os.write(fd, b"\x03")
+        while select.select([fd], [], [], 2)[0]:
+            out += os.read(fd, 4096)
+    except OSError:                                  # the monitor ended: its terminal is gone
+        pass
+    finally:
+        os.waitpid(pid, 0)
+        os.close(fd)
+    return out.decode("ascii", "replace")
+
+
 @pytest.mark.skipif(GIT is None or shutil.which("qemu-system-arm") is None,
                     reason="git and qemu-system-arm (scripts/setup.sh)")
 def test_a_tflite_project_builds_runs_tests_profiles_and_commits(tmp_path):
@@ -191,9 +220,13 @@ def test_a_tflite_project_builds_runs_tests_profiles_and_commits(tmp_path):
     init(project, ["qemu_f767zi"], model)
     ini = project / "platformio.ini"
     ini.write_text(re.sub(r"custom_msf_profile = no", "custom_msf_profile = yes", ini.read_text()))
+    assert "is not built yet: run `pio run -e qemu_f767zi`" in _device_monitor(core, project)
     code, out = pio(core, project, "run", "-t", "upload")
     assert code == 0, out[-3000:]
     assert re.search(r"^class [0-4] of 5 score \d+$", out, re.M), out[-2000:]
+    seen = _device_monitor(core, project)          # the emulated board's serial port
+    assert re.search(r"^class [0-4] of 5 score \d+\r?$", seen, re.M), seen
+    assert "QEMU exited (status 0)" in seen
     assert not result_lines(out)                     # the user's firmware measures nothing
     plan = monitor.load_plan(project / ".pio/build/qemu_f767zi/msf_generated/plan.json")
     edges = len(plan["blocks"])

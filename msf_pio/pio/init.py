@@ -162,7 +162,9 @@ def _env_sections(chosen: list[str]) -> list[str]:
                                      ("monitor_speed", "115200", "the board's serial port")]))
     for b in chosen:
         if b in emulated:
-            out.append(_section(f"env:{b}", [("extends", "qemu", ""), ("board", b, "")]))
+            out.append(_section(f"env:{b}", [
+                ("extends", "qemu", ""), ("board", b, ""),
+                ("monitor_port", f"qemu://{b}", "pio device monitor runs the firmware in QEMU")]))
         else:
             out.append(_section(f"env:{b}", [
                 ("extends", "real", ""), ("platform", PLATFORMS[real[b]], ""), ("board", b, ""),
