@@ -60,6 +60,8 @@ def test_limits_before_any_work(tmp_path, capsys, text, where, words):
     ("name: caf\u00e9\n".encode("latin-1") + NET.encode(), "not UTF-8 text (byte 9)"),
     (b"\x08" + NET.encode(), "malformed YAML"),
     (b"x" * (2 << 20), "a YAML spec is at most"),
+    (NET.replace("out: 8,", "out: 8, out: 9,").encode(), "duplicate key 'out'"),
+    (("weights: {npz: nope.npz}\n" + NET).encode(), "weights.npz: no such file"),
 ])
 def test_unreadable_specs(tmp_path, capsys, data, words):
     path = tmp_path / "net.yaml"

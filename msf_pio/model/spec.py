@@ -111,6 +111,13 @@ def _expanded_size(root, source: str) -> None:
         children = ([c for pair in node.value for c in pair]
                     if isinstance(node, yaml.MappingNode) else
                     node.value if isinstance(node, yaml.SequenceNode) else [])
+        if isinstance(node, yaml.MappingNode) and not done:
+            keys = [k.value for k, _ in node.value if isinstance(k, yaml.ScalarNode)]
+            twice = next((k for i, k in enumerate(keys) if k in keys[:i]), None)
+            if twice is not None:      # PyYAML would keep the last silently
+                line = node.start_mark.line + 1
+                raise MsfError(f"duplicate key {twice[:40]!r} in the mapping at line {line}",
+                               source=source)
         if id(node) in sizes:
             continue
         if not done:
@@ -188,6 +195,8 @@ def _weights_spec(value: Any, ctx: _Ctx, source: str) -> dict:
     if not isinstance(arg, str):
         raise ctx.error(f"weights.{kind}", "must be a file path")
     base = Path(source).parent if source and not source.startswith("<") else Path(".")
+    if source and not source.startswith("<") and not (base / arg).is_file():
+        raise ctx.error(f"weights.{kind}", f"no such file: {base / arg}")
     return {kind: str(base / arg)}
 
 
