@@ -141,6 +141,70 @@ def strict_warnings(core, proj, env, pkgs) -> str:
     return (f"{n} files clean ({how})" if not bad else "; ".join(bad)) if n else "no files"
 
 
+GCC7_HEADERS = REPO / "tests" / "c" / "gcc7"   # a stand-in of GCC 7's <arm_acle.h>
+CLANG_TARGET = {"arm": ["--target=thumbv7em-none-eabihf"],
+                "riscv": ["--target=riscv32-unknown-elf", "-march=rv32imac", "-mabi=ilp32"]}
+# GCC-only flags of the builds' command lines that clang rejects or would warn about
+CLANG_DROP = re.compile(r"^(--specs=.*|-misa-spec=.*|-mcmodel=.*|-nostdlib|-mcpu=.*riscv.*)$")
+
+
+def ours(proj: Path, env: str) -> list[tuple[list[str], str, Path]]:
+    """msf-pio's own compile commands of a build (compile_commands.json, made by
+    strict_warnings): (arguments with -o to /dev/null, directory, source)."""
+    mine = [REPO / "library", proj / ".pio" / "build" / env / "msf_generated"]
+    out = []
+    for entry in json.loads((proj / "compile_commands.json").read_text()):
+        path = Path(entry["directory"], entry["file"]).resolve()
+        if any(path.is_relative_to(p.resolve()) for p in mine):
+            args = shlex.split(entry["command"])
+            if "-o" in args:
+                args[args.index("-o") + 1] = os.devnull
+            out.append((args, entry["directory"], path))
+    return out
+
+
+def system_includes(args: list[str], env: dict) -> list[str]:
+    """The C library's header folders the build's GCC searches with its target flags and specs
+    (not GCC's own folders: clang has its own builtin headers)."""
+    target = [a for a in args[1:] if a.startswith(("--specs=", "-march=", "-mabi=", "-mcpu=",
+                                                    "-mfloat-abi=", "-mfpu=", "-mthumb"))]
+    proc = subprocess.run([args[0], *target, "-xc", "-E", "-v", os.devnull],
+                          capture_output=True, text=True, env=env)
+    text = proc.stderr.split("#include <...> search starts here:")[-1].split("End of search")[0]
+    return [f"-isystem{d.strip()}" for d in text.splitlines()
+            if d.strip() and "/gcc/" not in d and "gcc-lib" not in d]
+
+
+def other_compilers(proj, env, pkgs) -> dict:
+    """msf-pio's sources of a stm32cube or freedom-e-sdk build, -Wall -Wextra -Werror, as two
+    other compilers would take the build's own command lines: GCC 7's header set (the stand-in
+    <arm_acle.h>, its gnu11 dialect; Arm only) and clang (its own builtin headers, the build's
+    C library's)."""
+    arch = "riscv" if env == "hifive1-revb" else "arm"
+    variants = {"clang": None} if arch == "riscv" else {"GCC 7 header set": None, "clang": None}
+    results = {}
+    entries = ours(proj, env)
+    for name in variants:
+        bad = []
+        for args, cwd, path in entries:
+            if name == "GCC 7 header set":
+                cmd = [a for a in args if not a.startswith("-std=")] + \
+                    ["-std=gnu11", f"-isystem{GCC7_HEADERS}"]
+            else:
+                libc = system_includes(args, tool_path(pkgs, env))
+                cmd = ["clang", *CLANG_TARGET[arch], *libc,
+                       *[a for a in args[1:] if not CLANG_DROP.match(a)],
+                       "-Wno-unused-command-line-argument"]
+            proc = subprocess.run(cmd + ["-Wall", "-Wextra", "-Werror"], cwd=cwd,
+                                  capture_output=True, text=True, env=tool_path(pkgs, env))
+            if proc.returncode:
+                bad.append(f"{path.name}: {(proc.stderr.strip() or 'failed').splitlines()[0]}")
+        n = len(entries)
+        results[name] = ("no files" if not n else f"{n} files clean" if not bad else
+                         f"{n - len(bad)} of {n} clean; " + "; ".join(bad[:3]))
+    return results
+
+
 def compiler_version(pkgs: Path, env: str, prefix: str) -> str:
     proc = subprocess.run([f"{prefix}gcc", "--version"], capture_output=True, text=True,
                           env=tool_path(pkgs, env))
@@ -405,6 +469,20 @@ def main():
         print(f"| {env} | ok | {ram[0]} / {ram[1]} | {flash[0]} / {flash[1]} | "
               f"{framework_ram(proj, env, prefix_of(env), pkgs)} B ({budgeted(env)} B) | "
               f"{strict_warnings(core, proj, env, pkgs)} |")
+    other = [e for e in envs if e not in ESP32 and (proj / "compile_commands.json").is_file()]
+    if other:
+        print("\n## msf-pio's sources of each build with the compilers a user may have\n")
+        print("Each build's own command lines (compile_commands.json) and -Wall -Wextra -Werror. "
+              "The build's compiler is Debian's GCC 12 standing in for the registry's GCC 7.2.1 "
+              "(stm32cube) and SiFive GCC 8.3 (freedom-e-sdk); GCC 7's header set is the stand-in "
+              "of its <arm_acle.h> (no SIMD32 intrinsics) in its gnu11 dialect.\n")
+        print("| env | GCC 12 (the build's) | GCC 7 header set | clang |")
+        print("|---|---|---|---|")
+        for env in other:
+            pio(core, proj, "run", "-e", env, "-t", "compiledb", timeout=3600)
+            mine = other_compilers(proj, env, pkgs)
+            print(f"| {env} | {strict_warnings(core, proj, env, pkgs)} | "
+                  f"{mine.get('GCC 7 header set', 'n/a (RISC-V)')} | {mine['clang']} |")
     esp = [e for e in envs if e in ESP32]
     if esp:
         failed += esp_rows(core, proj, pkgs, esp)

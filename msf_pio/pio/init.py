@@ -239,6 +239,8 @@ def init(directory: Path, chosen: list[str], model: str, lib_deps: str | None = 
     nothing is written until everything checks out."""
     _check_boards(chosen)
     directory = Path(directory)
+    if directory.exists() and not directory.is_dir():
+        raise MsfError("is a file, not a folder for a new project", source=str(directory))
     model_name, files = _model_files(model, directory)
     files = {**files, **_harness_files(chosen), Path("src/main.c"): TEMPLATE / "main.c"}
     emulated = [b for b in chosen if b in emulated_boards()]

@@ -237,6 +237,8 @@ def cmd_monitor(args) -> int:
             print(monitor.render_summary(records[-1], plan) + "\n")
         print(monitor.render_report(records, plan))
     _export(records, args, plan)
+    if not records and not failure:
+        failure = "no MSF result line in the input"
     if failure:
         print(f"msf-pio monitor: {failure}", file=sys.stderr)
     bad = not records or failure or any(monitor.problems(r, plan) for r in records)
