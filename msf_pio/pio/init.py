@@ -37,9 +37,9 @@ PLATFORMS = {"stm32cube": "ststm32", "espidf": "espressif32", "freedom-e-sdk": "
 ESPIDF_FILES = ("CMakeLists.txt", "src/CMakeLists.txt", "sdkconfig.defaults",
                 "sdkconfig.defaults.esp32s3", "sdkconfig.defaults.esp32c3")
 # the harness (the demo's measuring firmware and its on-target tests) and pio test's runner
-HARNESS = {"test/test_custom_runner.py": "test/test_custom_runner.py",
-           "test/test_msf/harness.c": "src/main.c",
-           "test/test_msf/test_model.c": "test/test_model/test_model.c"}
+HARNESS = {"test/test_custom_runner.py": "test_custom_runner.py",
+           "test/test_msf/harness.c": "harness.c",
+           "test/test_msf/test_model.c": "test_model.c"}
 LOCAL_INI = "local.ini"
 GITIGNORE = (".pio/", f"{LOCAL_INI}", ".vscode/")
 
@@ -226,11 +226,20 @@ def _check_boards(chosen: list[str]) -> None:
                            where="--board")
 
 
+def _espidf_files() -> dict:
+    """ESP-IDF's project files, the demo's: a checkout (or the PlatformIO library) has them."""
+    if not (DEMO / ESPIDF_FILES[0]).is_file():
+        raise MsfError("ESP-IDF boards need ESP-IDF's project files of msf-pio's demo "
+                       "(examples/msf_demo), which this install of msf-pio lacks: use a "
+                       "checkout", where="--board")
+    return {Path(name): DEMO / name for name in ESPIDF_FILES}
+
+
 def _harness_files(chosen: list[str]) -> dict:
-    files = {Path(dst): DEMO / src for dst, src in HARNESS.items()}
+    files = {Path(dst): TEMPLATE / src for dst, src in HARNESS.items()}
     files[Path("monitor/filter_msf.py")] = FILTER
     if any(real_boards().get(b) == "espidf" for b in chosen):
-        files.update({Path(name): DEMO / name for name in ESPIDF_FILES})
+        files.update(_espidf_files())
     return files
 
 
@@ -295,7 +304,7 @@ def add_into(directory: Path, chosen: list[str], model: str | None,
             project.notes.append("test/ is the project's own: the msf-pio harness was not "
                                  "added (a new project from `msf-pio init` shows it)")
         else:
-            files.update({Path(d): DEMO / s for d, s in HARNESS.items()})
+            files.update({Path(d): TEMPLATE / s for d, s in HARNESS.items()})
         ini.append(_section("msf", options))
     for name, base in (("qemu", [b for b in chosen if b in emulated_boards()]),
                        ("real", [b for b in chosen if b in real_boards()])):
@@ -322,7 +331,7 @@ def add_into(directory: Path, chosen: list[str], model: str | None,
         ini.insert_after_option("platformio", "extra_configs", f"    {LOCAL_INI}")
     files[Path("monitor/filter_msf.py")] = FILTER
     if any(real_boards().get(b) == "espidf" for b in chosen):
-        files.update({Path(name): DEMO / name for name in ESPIDF_FILES})
+        files.update(_espidf_files())
     local = _local_ini(ini.has("qemu"), is_checkout() and not lib_deps and
                        (ini.get("msf", "lib_deps") or "").endswith(
                            f"msf-pio@^{__version__}"), ini.get("env", "lib_deps") is not None)
