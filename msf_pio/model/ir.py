@@ -209,16 +209,27 @@ class Model:
         return [self.input_of(l)] + ([layer.skip] if layer.op in BINARY_OPS else [])
 
     def readers(self) -> dict[int, list[int]]:
-        """Map tensor -> the layers that read it, in order."""
-        out: dict[int, list[int]] = {}
-        for l in range(self.n_layers):
-            for t in self.inputs(l):
-                out.setdefault(t, []).append(l)
-        return out
+        """Map tensor -> the layers that read it, in order (shared: do not modify it)."""
+        return self._topology()[0]
 
     def last_reader(self) -> dict[int, int]:
-        """Map tensor -> the last layer reading it (a cut keeps the tensor alive until then)."""
-        return {t: ls[-1] for t, ls in self.readers().items()}
+        """Map tensor -> the last layer reading it (a cut keeps the tensor alive until then;
+        shared: do not modify it)."""
+        return self._topology()[1]
+
+    def _topology(self) -> tuple[dict[int, list[int]], dict[int, int]]:
+        """readers() and last_reader(), computed once per layer list: the fusion graph asks
+        for them for every edge it costs."""
+        key = (id(self.layers), len(self.layers))
+        cached = self.__dict__.get("_topology_cache")
+        if cached is None or cached[0] != key:
+            out: dict[int, list[int]] = {}
+            for l in range(self.n_layers):
+                for t in self.inputs(l):
+                    out.setdefault(t, []).append(l)
+            cached = (key, out, {t: ls[-1] for t, ls in out.items()})
+            self.__dict__["_topology_cache"] = cached
+        return cached[1], cached[2]
 
     def residuals(self) -> dict[int, int]:
         """Map add-layer index -> skip tensor index."""
