@@ -6,13 +6,14 @@ Run: python benchmarks/solver_speed.py
 import time
 
 from msf_pio.fusion import paper_table, solvers
-from msf_pio.fusion.graph import build_graph
+from msf_pio.fusion.graph import build_graph, forget
 from msf_pio.model import load_model
 
 
 def best_of(fn, repeat=5):
     times = []
     for _ in range(repeat):
+        forget()                      # each build from scratch, not the graph kept before
         start = time.perf_counter()
         result = fn()
         times.append(time.perf_counter() - start)

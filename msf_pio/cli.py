@@ -155,13 +155,13 @@ def cmd_solve(args) -> int:
 
 def cmd_pareto(args) -> int:
     from .fusion import solvers
-    from .fusion.graph import build_graph
+    from .fusion.planner import graph_for
     from .fusion.report import render_pareto
     from .model import load_model
     schemes = _schemes(args)
     check_plan_options("min_ram", float("inf"), None, args.cost_model, schemes)
     model = load_model(args.model)
-    graph = build_graph(model, args.cost_model, schemes)
+    graph = graph_for(model, "pareto", cost_model=args.cost_model, schemes=schemes)
     plans = solvers.pareto(graph)
     if args.json:
         print(json.dumps([p.to_json() for p in plans], indent=2))
@@ -172,7 +172,7 @@ def cmd_pareto(args) -> int:
         frontiers = {_schemes_label(args.cost_model, schemes): plans}
         if args.cost_model == "exact" and tuple(schemes or ()) != ("h-cache",):
             # the paper's scheme alone, beside: what the other schemes gain
-            only = solvers.pareto(build_graph(model, "exact", ("h-cache",)))
+            only = solvers.pareto(graph_for(model, "pareto", schemes=("h-cache",)))
             frontiers[_schemes_label("exact", ("h-cache",))] = only
         plot_pareto(graph, frontiers, args.out)
         print(f"wrote {args.out}")

@@ -15,7 +15,7 @@ from .errors import MsfError
 from .fusion import solvers
 from .fusion.graph import build_graph
 from .fusion.plan import Plan
-from .fusion.planner import feasible_plan
+from .fusion.planner import feasible_plan, graph_for
 from .model import load_model
 from .model.ir import Model
 from .model.calibration import load_calibration
@@ -53,15 +53,15 @@ def plan_for(model: Model, objective: str, max_overhead: float = math.inf,
     if cost_model != "exact":
         raise MsfError("generated code follows the exact cost model (the paper model is for "
                        "comparison only)", where="cost_model")
-    return feasible_plan(build_graph(model, "exact", schemes), objective, max_overhead,
-                         ram_limit, board=board)
+    return feasible_plan(graph_for(model, objective, ram_limit, "exact", schemes), objective,
+                         max_overhead, ram_limit, board=board)
 
 
 def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
     """Build the plan's C (plain, MAC-counting, arena-measuring, sanitizer) and the unfused
     plan's C; compare outputs and figures on every seed."""
     build = HostBuild(generate(model, plan))
-    unfused_plan = solvers.vanilla(build_graph(model, "exact"))
+    unfused_plan = solvers.vanilla(build_graph(model, "exact", ram_cap=0))   # single layers
     unfused = HostBuild(generate(model, unfused_plan))
     step = progress.task("verify: host builds and runs", total=len(seeds))
     try:

@@ -4,7 +4,8 @@ import math
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msf_pio.fusion import solvers
+from msf_pio.fusion import bounds, solvers
+from msf_pio.fusion import graph as graph_module
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
 from tests.random_models import small_specs
@@ -68,3 +69,62 @@ def test_paper_solvers_are_optimal(spec, fmax, data):
     rams = sorted({e.ram for e in graph.edges})
     pmaxes = [data.draw(st.sampled_from(rams)), data.draw(st.sampled_from(rams)) + 1, math.inf]
     check_against_bruteforce(graph, [fmax, 1.1, math.inf], pmaxes)
+
+
+def _same_plan(a, b):
+    return a.feasible == b.feasible and [(e.first, e.last, e.scheme, e.tile_rows, e.ram, e.macs)
+                                         for e in a.blocks] == \
+        [(e.first, e.last, e.scheme, e.tile_rows, e.ram, e.macs) for e in b.blocks]
+
+
+def check_capped_graphs(model, limits, board=None):
+    """Every objective on the graph of the blocks it can use (bounds.py) gives the plan it
+    gives on the whole graph, edge for edge; the capped graph is the whole one's edges up to
+    the cap, in the same order."""
+    requests = [("vanilla", {}), ("heuristic", {}), ("min_ram", {}),
+                ("min_ram", {"max_overhead": 1.0}), ("min_ram", {"max_overhead": 1.3})] + \
+        [("min_macs", {"ram_limit": r}) for r in limits] + \
+        ([("min_latency", {"ram_limit": r, "board": board}) for r in limits] if board else [])
+    def fresh(cap):
+        graph_module.forget()          # no graph of a higher cap kept from before
+        return build_graph(model, "exact", ram_cap=cap)
+
+    singles = fresh(0)
+    capped = {(o, opts.get("ram_limit")): fresh(bounds.ram_cap(singles, o, opts.get("ram_limit")))
+              for o, opts in requests + [("pareto", {})]}
+    full = fresh(math.inf)
+    assert full.ram_cap == math.inf
+    for (objective, limit), graph in capped.items():
+        assert [e for e in full.edges if e.scheme == "single" or e.ram <= graph.ram_cap] == \
+            graph.edges, objective
+    for objective, opts in requests:
+        ours = solvers.solve(capped[objective, opts.get("ram_limit")], objective, **opts)
+        theirs = solvers.solve(full, objective, **opts)
+        assert _same_plan(ours, theirs), (objective, opts)
+        assert ours.predicted_instructions == theirs.predicted_instructions
+    ours, theirs = solvers.pareto(capped["pareto", None]), solvers.pareto(full)
+    assert len(ours) == len(theirs) and all(map(_same_plan, ours, theirs))
+    return capped
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(), data=st.data())
+def test_capped_graph_plans_are_the_whole_graph_plans(spec, data):
+    model = spec_to_model(spec)
+    rams = sorted({e.ram for e in build_graph(model, "exact").edges})
+    limits = [data.draw(st.sampled_from(rams)), math.inf]
+    check_capped_graphs(model, limits, data.draw(st.sampled_from([None, "qemu_f767zi"])))
+
+
+def test_the_cap_leaves_out_blocks():
+    """On an inverted-residual chain most long blocks weigh more than the vanilla plan's peak:
+    the graph of min_ram, min_macs and the frontier leaves them out, with the same plans."""
+    model = spec_to_model({"name": "chain", "input": {"shape": [16, 16, 8]},
+                           "weights": {"random": 1},
+                           "layers": [{"op": "inverted_residual", "out": 8, "expand": 2,
+                                       "kernel": 3, "stride": 1, "repeat": 12}]})
+    assert bounds.fully_read(model)
+    capped = check_capped_graphs(model, [20_000, math.inf])
+    whole = len(build_graph(model, "exact").edges)
+    assert len(capped["min_ram", None].edges) < whole * 3 / 4
+    assert len(capped["vanilla", None].edges) == model.n_layers

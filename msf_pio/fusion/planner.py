@@ -18,9 +18,17 @@ def plan_model(model: str | Model, objective: str = "min_ram", max_overhead: flo
                ) -> tuple[Plan, dict | None]:
     if not isinstance(model, Model):
         model = load_model(model)
-    graph = build_graph(model, cost_model, schemes)
+    graph = graph_for(model, objective, ram_limit, cost_model, schemes)
     plan = solvers.solve(graph, objective, max_overhead, ram_limit, board)
     return plan, (None if plan.feasible else nearest_feasible(graph, plan))
+
+
+def graph_for(model: Model, objective: str, ram_limit: float | None = None,
+              cost_model: str = "exact", schemes: tuple[str, ...] | None = None) -> FusionGraph:
+    """The fusion graph with the blocks `objective` can use (bounds.py)."""
+    if objective == "vanilla":
+        return build_graph(model, cost_model, schemes, ram_cap=0)
+    return build_graph(model, cost_model, schemes)
 
 
 def feasible_plan(graph: FusionGraph, objective: str, max_overhead: float = math.inf,

@@ -255,7 +255,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
     from ..fusion import solvers
     from ..fusion.graph import build_graph
-    from ..fusion.planner import feasible_plan
+    from ..fusion.planner import feasible_plan, graph_for
     from ..model import load_model
     from ..reference import run_model
     from ..verify import crc32, quantized_model, seeded_input
@@ -272,7 +272,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     if ram_limit is None:
         ram_limit = facts.ram_budget(io_bytes)
     step.update(1, "planning")
-    graph = build_graph(model, options.cost_model)
+    graph = graph_for(model, options.objective, ram_limit, options.cost_model)
     context = f" for {board}" if options.ram_limit is not None else (
         f" for {board} ({facts.ram} B of RAM less I/O buffers {io_bytes} B, stack {facts.stack} B"
         f" and framework {facts.framework_ram} B)")
