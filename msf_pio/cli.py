@@ -1,4 +1,4 @@
-"""`msf-pio` command line (DESIGN.md section 3). Every error is one line on stderr, never a
+"""`msf-pio` command line (docs/design.md). Every error is one line on stderr, never a
 traceback, with the exit status of its kind (errors.py): 0 ok, 1 infeasible budget, 2 bad input
 or option, 3 internal error (`msf-pio --debug ...` or MSF_PIO_DEBUG=1 shows the traceback)."""
 from __future__ import annotations
@@ -9,7 +9,7 @@ import os
 import sys
 from pathlib import Path
 
-from . import __version__
+from . import __version__, progress
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, MsfError, one_line
 from .options import check_plan_options, parse_max_overhead, parse_ram_limit  # noqa: F401
 
@@ -108,7 +108,8 @@ def _quantized_from_args(args):
     from .model.calibration import parse_input_range
     from .verify import quantized_model
     input_range = None if args.input_range is None else parse_input_range(args.input_range)
-    return quantized_model(args.model, args.calibration, input_range)
+    with progress.task("reading and quantizing the model", ticking=True):
+        return quantized_model(args.model, args.calibration, input_range)
 
 
 def _plan_options(args) -> dict:
@@ -243,7 +244,8 @@ def cmd_generate(args) -> int:
     from .codegen.generate import generate
     from .codegen.output import write_generated
     model, plan = _codegen_plan(args)
-    paths = write_generated(generate(model, plan), plan, args.out)
+    with progress.task("generating C", ticking=True):
+        paths = write_generated(generate(model, plan), plan, args.out)
     print(f"{plan.label}: peak RAM {plan.peak_ram} B, F={plan.overhead:.3f}; wrote "
           + ", ".join(str(p) for p in paths))
     return 0
@@ -256,11 +258,12 @@ def cmd_run(args) -> int:
     from .codegen.output import load_input, save_atomic
     model, plan = _codegen_plan(args)
     x = load_input(args.input, model)
-    build = HostBuild(generate(model, plan))
-    try:
-        out = build.run(x).output.reshape(model.output_shape)
-    finally:
-        build.close()
+    with progress.task("run: generating and compiling the C on the host", ticking=True):
+        build = HostBuild(generate(model, plan))
+        try:
+            out = build.run(x).output.reshape(model.output_shape)
+        finally:
+            build.close()
     save_atomic(args.out, lambda f: np.save(f, out))
     print(f"{plan.label}: wrote {args.out} ({out.dtype}, shape {list(out.shape)})")
     return 0
@@ -278,7 +281,7 @@ def cmd_export(args) -> int:
 
 def cmd_demo(args) -> int:
     from .pio.demo import ok, render, run_demo
-    result = run_demo(args.board, args.model)
+    result = run_demo(args.board, args.model, log=lambda line: print(line, file=sys.stderr))
     print(render(result))
     return 0 if ok(result) else 1
 

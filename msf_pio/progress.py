@@ -5,7 +5,8 @@
             ...
             step.advance(note=f"{n} edges")
 
-A step that ends within DELAY seconds prints nothing. A longer one shows what is being done,
+A step that ends within DELAY seconds prints nothing. A step spent in one blocking call (a
+compiler, a subprocess) is made with `ticking=True`: a thread shows it while it runs. A longer one shows what is being done,
 how far (done/total), its note and the elapsed time: on a terminal as one line rewritten in
 place on stderr and cleared at the end; in a log (PlatformIO's build output, mode "lines") as a
 plain line every INTERVAL seconds and one when it ends. Steps nest: the line names the outer
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import weakref
 
@@ -29,6 +31,7 @@ _config = {"mode": "auto", "stream": None}
 _stack: list[weakref.ref] = []   # open steps, outermost first (a step dropped unclosed by an
                                  # exception leaves with its frame)
 _screen = {"width": 0}      # characters of the line on the terminal
+_lock = threading.RLock()   # one writer at a time: a ticking step's thread, the main thread
 clock = time.monotonic      # seconds (tests set their own)
 
 
@@ -51,13 +54,18 @@ def _mode(stream) -> str:
 class Task:
     """One step; use through task()."""
 
-    def __init__(self, what: str, total: int | None = None):
+    def __init__(self, what: str, total: int | None = None, ticking: bool = False):
         self.what, self.total, self.done, self.note = what, total, 0, ""
         self.start = clock()
         self.shown = 0.0           # when a line was last written (0: never)
         self.stream = _config["stream"] or sys.stderr
         self.mode = _mode(self.stream)
         _stack.append(weakref.ref(self))
+        self._stop = None
+        if ticking and self.mode != "off":
+            self._stop = threading.Event()
+            threading.Thread(target=_tick, args=(weakref.ref(self), self._stop),
+                             daemon=True).start()
 
     def advance(self, n: int = 1, note: str | None = None) -> None:
         """`n` more units done; `note` replaces the text shown after the count."""
@@ -86,12 +94,15 @@ class Task:
     def _maybe_show(self) -> None:
         if self.mode == "off":
             return
-        now = clock()
-        if now - self.start < DELAY or \
-                now - self.shown < (REFRESH if self.mode == "tty" else INTERVAL):
-            return
-        self._write(self.line())
-        self.shown = now
+        with _lock:
+            now = clock()
+            if now - self.start < DELAY or \
+                    now - self.shown < (REFRESH if self.mode == "tty" else INTERVAL):
+                return
+            if self not in _open()[-1:]:       # an inner step is showing itself
+                return
+            self._write(self.line())
+            self.shown = now
 
     def _write(self, text: str) -> None:
         try:
@@ -107,6 +118,12 @@ class Task:
     def close(self) -> None:
         """Ends the step: a terminal's line is cleared (what the command prints comes next); a
         log gets the step's last line if it ran longer than DELAY."""
+        if self._stop is not None:
+            self._stop.set()
+        with _lock:
+            self._close()
+
+    def _close(self) -> None:
         if self not in _open():
             return
         if self.mode == "tty" and _screen["width"]:
@@ -124,10 +141,22 @@ class Task:
         self.close()
 
 
+def _tick(ref, stop: threading.Event) -> None:
+    """Shows a ticking step while the main thread is blocked in it, until it is closed or
+    dropped (an exception left its frame: the thread holds it only weakly)."""
+    while not stop.wait(REFRESH):
+        step = ref()
+        if step is None or step not in _open():
+            return
+        step._maybe_show()
+        del step
+
+
 def _open() -> list[Task]:
     return [t for t in (r() for r in _stack) if t is not None]
 
 
-def task(what: str, total: int | None = None) -> Task:
-    """A step to report, until its close(): `with task("costing", total=n) as step: ...`."""
-    return Task(what, total)
+def task(what: str, total: int | None = None, ticking: bool = False) -> Task:
+    """A step to report, until its close(): `with task("costing", total=n) as step: ...`;
+    `ticking`: shown while it runs even when nothing advances it (one blocking call)."""
+    return Task(what, total, ticking)

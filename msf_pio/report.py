@@ -293,7 +293,7 @@ def write(report: dict, directory) -> list[Path]:
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    with progress.task("report: pictures", total=2) as step:
+    with progress.task("report: pictures", total=2, ticking=True) as step:
         plot_memory(report, directory / PICTURES[0])
         written.append(directory / PICTURES[0])
         step.advance()

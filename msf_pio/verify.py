@@ -63,7 +63,7 @@ def verify(model: Model, plan: Plan, seeds=(0,), sanitize: bool = True) -> dict:
     build = HostBuild(generate(model, plan))
     unfused_plan = solvers.vanilla(build_graph(model, "exact", ram_cap=0))   # single layers
     unfused = HostBuild(generate(model, unfused_plan))
-    step = progress.task("verify: host builds and runs", total=len(seeds))
+    step = progress.task("verify: host builds and runs", total=len(seeds), ticking=True)
     try:
         runs = []
         for seed in seeds:

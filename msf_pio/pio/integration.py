@@ -262,7 +262,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     from .golden import golden_sources
 
     board = facts.board
-    step = progress.task(f"{board}: model, plan and code", total=4)
+    step = progress.task(f"{board}: model, plan and code", total=4, ticking=True)
     step.update(0, "quantizing the model")
     model = quantized_model(options.model, options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream",
