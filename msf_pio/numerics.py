@@ -2,7 +2,7 @@
 
 The numpy reference executor, the .tflite exporter and the C code generator all take their
 multipliers, shifts, offsets and clamps from here, so the oracle, the TFLM check and the
-generated firmware compute with the same integers (DESIGN.md section 4). Scales are rounded to
+generated firmware compute with the same integers (docs/design.md, numerics). Scales are rounded to
 float32 first because that is how a .tflite stores them and how TFLM derives its multipliers.
 """
 from __future__ import annotations

@@ -7,7 +7,7 @@ on the same int8 inputs (fed dequantized, which its QuantizeLinear maps back exa
 What is compared, and why so:
 - every plan's C output == the unfused plan's bytes == the numpy reference (exact);
 - layer by layer (each layer fed onnxruntime's own int8 input tensors), the TFLite integer math
-  is within 1 LSB of onnxruntime, which requantizes in float (DESIGN.md section 4), and differs
+  is within 1 LSB of onnxruntime, which requantizes in float (docs/design.md, numerics), and differs
   at all on at most 2% of a layer's outputs;
 - end to end the per-layer 1-LSB differences propagate through the net and grow (a 1-LSB
   change of a 64-channel input moves many outputs of the next layer): the last feature map

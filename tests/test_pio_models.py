@@ -77,6 +77,22 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
         assert int(hz) == F_CPU[board]                   # the stood-in part's clock
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
         assert summary["plan"] == "p1:inf"
+        if (name, board) == ("mbv2-w0.35-paper", "qemu_f767zi"):   # the demo's own build
+            assert_demo_output_is_documented(project, board, code, out)
+
+
+def assert_demo_output_is_documented(project, board, code, out):
+    """What `msf-pio demo` prints for this build is what the README and docs show: the
+    examples marked `demo` (scripts/docs_examples.py) cannot go stale."""
+    import sys
+    from msf_pio.pio.demo import render, result
+    from msf_pio.pio.project import REPO
+    sys.path.insert(0, str(REPO / "scripts"))
+    import docs_examples
+    shown = [body for path in docs_examples.documents()
+             for args, body, _ in docs_examples.examples(path) if args == "demo"]
+    assert shown and set(shown) == {render(result(project, board, code, out)) + "\n"}, \
+        "stale demo output: python scripts/docs_examples.py"
 
 
 def test_channel_split_plan_on_the_emulated_m7(core, tmp_path):

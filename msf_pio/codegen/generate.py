@@ -1,4 +1,4 @@
-"""Plan -> C sources: msf_model.h and msf_model.c (DESIGN.md section 3, generated C API).
+"""Plan -> C sources: msf_model.h and msf_model.c (docs/design.md, the C API).
 
 Weights are `const` arrays (flash), activations live in one static arena laid out by
 arena.py, and the schedule is a table of edges that the runtime's executor runs in order.

@@ -16,7 +16,7 @@ executor follows step for step:
   columns than its 1x1 consumer alone); the block input, and any tensor made before the block
   that a layer of it reads (a skip, a branch's stage input), is read in place from the arena.
   Padding taps are skipped, so rows and columns are clipped to the tensor, and MACs count only
-  real taps (DESIGN.md section 5).
+  real taps (docs/design.md, cost models).
 - Pixel ops (softmax over the channels, element-wise activations) are 1 x 1 windows: they fuse
   like any spatial layer, need one column of their input and count no MACs.
 - A block may end with global average pooling (int32 accumulators) and a dense layer after it, so

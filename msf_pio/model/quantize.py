@@ -1,4 +1,4 @@
-"""TFLite-style post-training int8 quantization of a float IR model (DESIGN.md section 4).
+"""TFLite-style post-training int8 quantization of a float IR model (docs/design.md, numerics).
 
 Weights: symmetric int8 in [-127, 127], per output channel for conv2d and depthwise, per tensor
 for dense (TFLM's FULLY_CONNECTED is per-tensor) and prelu slopes (TFLM's PRELU takes one alpha

@@ -1,4 +1,4 @@
-"""YAML model spec -> IR, with shape inference and validation (DESIGN.md section 3).
+"""YAML model spec -> IR, with shape inference and validation (docs/design.md).
 
 Every error names the file, the spec layer index and the field, e.g.
 `models/net.yaml: layers[3].kernel: must be a positive integer, got 'x'`.

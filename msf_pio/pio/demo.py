@@ -22,8 +22,14 @@ def run_demo(board: str = "qemu_f767zi", model: str | None = None, log=print) ->
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     project = make_project(demo_dir(), **({"model": model} if model else {}))
     log(f"building examples/msf_demo for {board} (copy in {project}) and running it in QEMU ...")
-    with progress.task(f"demo: pio run -e {board} -t upload"):
+    with progress.task(f"demo: pio run -e {board} -t upload", ticking=True):
         code, out = pio(core, project, "run", "-e", board, "-t", "upload")
+    return result(project, board, code, out)
+
+
+def result(project: Path, board: str, code: int, out: str) -> dict:
+    """What `pio run -e BOARD -t upload` of a demo project showed: its result line, the
+    record with the edges' cycles, the build's plan.json and PlatformIO's static RAM figure."""
     lines = result_lines(out)
     if code or not lines:
         error = next((l for l in out.splitlines() if l.startswith("msf-pio: error")), out[-2500:])

@@ -1,4 +1,4 @@
-"""The firmware's serial result lines (DESIGN.md section 3): parse them into records, check the
+"""The firmware's serial result lines (docs/design.md): parse them into records, check the
 measured arena and output CRC against the plan's predictions, render a report, export CSV/JSON.
 
 A result line is ``MSF model=.. plan=.. board=.. clock=.. hz=.. cycles=.. us=.. arena=..

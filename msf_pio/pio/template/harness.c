@@ -104,7 +104,7 @@ typedef struct {
     int ok;
 } msf_result_t;
 
-/* The result line of DESIGN.md section 3, with the counter's rate after its name. */
+/* The result line of docs/design.md, with the counter's rate after its name. */
 static void report(const msf_result_t *r)
 {
     msf_board_puts("MSF model=");
