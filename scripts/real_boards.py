@@ -171,8 +171,8 @@ def system_includes(args: list[str], env: dict) -> list[str]:
     proc = subprocess.run([args[0], *target, "-xc", "-E", "-v", os.devnull],
                           capture_output=True, text=True, env=env)
     text = proc.stderr.split("#include <...> search starts here:")[-1].split("End of search")[0]
-    return [f"-isystem{d.strip()}" for d in text.splitlines()
-            if d.strip() and "/gcc/" not in d and "gcc-lib" not in d]
+    folders = [os.path.normpath(d.strip()) for d in text.splitlines() if d.strip()]
+    return [f"-isystem{d}" for d in folders if "/gcc/" not in d and "gcc-lib" not in d]
 
 
 def other_compilers(proj, env, pkgs) -> dict:
