@@ -226,9 +226,12 @@ def frontier_figure(report: dict):
                 color=colour, ms=14 if marker == "*" else 9, ls="none",
                 label=f"{name}: {p['peak_ram_bytes'] / 1000:,.1f} kB, "
                       f"{_ms(report, p['predicted_cycles'])}")
-    ax.set_xscale("log")
-    _log_axis(ax.xaxis)
-    ax.set_xlabel("peak RAM: arena (kB, log scale)")
+    rams = [p["peak_ram_bytes"] for p in pts] + [report["unfused"]["peak_ram_bytes"]]
+    wide = max(rams) > 4 * min(rams)           # a log axis only over a wide range
+    if wide:
+        ax.set_xscale("log")
+        _log_axis(ax.xaxis)
+    ax.set_xlabel("peak RAM: arena (kB" + (", log scale)" if wide else ")"))
     ax.set_ylabel("predicted latency (ms)" if report["f_cpu"] else "predicted cycles")
     ax.set_title(f"{report['model']} on {report['board']}: RAM against predicted latency")
     ax.grid(True, which="both", alpha=0.25)
