@@ -18,7 +18,7 @@ from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 
 
-@pytest.mark.parametrize("name", zoo_names())
+@pytest.mark.parametrize("name", zoo_names(scale=False))
 def test_zoo_plans_with_reuse(name):
     model = quantized_model(name)
     graph = build_graph(model, "exact")

@@ -5,6 +5,7 @@ import pytest
 
 from msf_pio.errors import MsfError
 from msf_pio.fusion import solvers
+from msf_pio.fusion.exact_cost import layer_macs
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import load_model
 from msf_pio.model.zoo import zoo_names
@@ -17,7 +18,7 @@ OBJECTIVES = [("vanilla", {}), ("heuristic", {}), ("min_ram", {}),
 def test_zoo_has_the_issue_models():
     assert {"mbv2-w0.35-paper", "mn2-vww5-paper", "mn2-320k-paper", "mbv2-w0.35-r144",
             "mcunet-320kb", "mcunet-vww-5fps", "tiny", "mlperf-tiny-vww",
-            "mlperf-tiny-ad", "mlperf-tiny-ic", "mlperf-tiny-kws"} <= set(ZOO)
+            "mlperf-tiny-ad", "mlperf-tiny-ic", "mlperf-tiny-kws", "mbv2-w1.0-r224"} <= set(ZOO)
 
 
 def _leaves_inputs_unread(layer) -> bool:
@@ -72,6 +73,16 @@ def test_official_models_shapes():
     vww = load_model("mcunet-vww-5fps")
     assert vww.input_shape == (80, 80, 3) and vww.output_shape == (1, 1, 2)
     assert vww.layers[-3].out_shape == (3, 3, 160) and len(vww.residuals()) == 8
+
+
+def test_mobilenet_v2_at_224():
+    """MobileNetV2 1.0 at 224 (Sandler et al., Table 2 and 3): 17 bottlenecks (depthwise 3x3),
+    10 of them residual, 1280 channels before the classifier, 300 M multiply-adds."""
+    model = load_model("mbv2-w1.0-r224")
+    assert model.input_shape == (224, 224, 3) and model.output_shape == (1, 1, 1000)
+    assert sum(l.op == "depthwise_conv2d" for l in model.layers) == 17
+    assert len(model.residuals()) == 10 and model.layers[-3].out_shape == (7, 7, 1280)
+    assert 295e6 < sum(layer_macs(l) for l in model.layers) < 305e6   # padding taps skipped
 
 
 def test_mlperf_tiny_shapes():
