@@ -285,11 +285,13 @@ class Emulator:
         self.port = match.group(1)
 
     def read_lines(self, seconds, count):
-        """Result lines read from the port for up to `seconds`, until `count` arrived."""
+        """MSF lines read from the port for up to `seconds`, until `count` result lines arrived
+        (a profiling firmware prints its edges' lines before each)."""
         lines, deadline = [], time.time() + seconds
         with serial.Serial(self.port, 115200, timeout=0.5) as port:
             buf = b""
-            while time.time() < deadline and len(lines) < count:
+            while time.time() < deadline and \
+                    sum(l.startswith("MSF model=") for l in lines) < count:
                 buf += port.read(4096)
                 *done, buf = buf.split(b"\n")
                 lines += [l.decode("ascii", "replace").strip() for l in done]
