@@ -242,7 +242,8 @@ def espidf_checks(core, proj, env, pkgs, prefix) -> dict:
             "sdkconfig": {k: sdk.get(k) for k in (
                 "ESPTOOLPY_FLASHSIZE", "ESP_TASK_WDT_INIT", "ESP_TASK_WDT_TIMEOUT_S",
                 "ESP_TASK_WDT_CHECK_IDLE_TASK_CPU0", "ESP_TASK_WDT_CHECK_IDLE_TASK_CPU1",
-                "ESP_TASK_WDT_PANIC", "ESP_DEFAULT_CPU_FREQ_MHZ", "ESP_MAIN_TASK_STACK_SIZE")},
+                "ESP_TASK_WDT_PANIC", "ESP_DEFAULT_CPU_FREQ_MHZ", "ESP_MAIN_TASK_STACK_SIZE",
+                "COMPILER_OPTIMIZATION_SIZE")},
             "flash_size_warning": "Flash memory size mismatch" in out,
             "wdt_linked": bool(re.search(r" T esp_task_wdt_reconfigure$", syms, re.M))}
 
