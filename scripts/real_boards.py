@@ -446,6 +446,10 @@ def main():
     ap.add_argument("--env", action="append", choices=list(PLATFORMS),
                     help="build only these envs (default: every env whose platform is laid out)")
     args = ap.parse_args()
+    # ESP-IDF's CMake stops on a compiler whose --version is not the Espressif GCC it lists
+    # (esp-14.2.0_20251107) unless IDF_MAINTAINER is set: the stand-ins here are Debian's GCC
+    # and a GCC built from Debian's source, and are named as such
+    os.environ["IDF_MAINTAINER"] = "1"
     pkgs = (args.packages / "pkgs").resolve()
     work = (args.work or Path(tempfile.mkdtemp(prefix="msf-realboards-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
