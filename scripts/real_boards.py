@@ -214,9 +214,9 @@ def compiler_version(pkgs: Path, env: str, prefix: str) -> str:
 def espidf_checks(core, proj, env, pkgs, prefix) -> dict:
     """What the espidf build did with the library, from the build itself: the model's sources
     compiled and linked once (the model's objects and the firmware removed, then a verbose build
-    recompiles and relinks them), the msf-pio summary printed once, the app partition of the build's own
-    partitions.bin against the flash budget the generator used, the sdkconfig the build wrote,
-    and the watchdog hand-over linked in."""
+    recompiles and relinks them), the msf-pio summary printed once, the app partition of the
+    build's own partitions.bin against the flash budget the generator used, the sdkconfig the
+    build wrote, and the watchdog hand-over linked in."""
     bdir = proj / ".pio" / "build" / env
     for obj in [*(bdir / "msf_model").glob("*.o"), bdir / "firmware.elf"]:
         obj.unlink(missing_ok=True)
