@@ -3,7 +3,7 @@ the channel-split scheme's plans, and a lower bound over a wider family.
 
 Exact cost model, the paper's convention (network input and output in the caller's buffers).
 
-1. The channel split (msf_pio/fusion/channel_split.py, library/src/channel_split.c): an
+1. The channel split (msf_pio/fusion/schemes/channel_split.py, library/src/channel_split.c): an
    inverted-residual triple as H-cache tiles of t output rows whose expansion is computed g
    channels at a time into int32 sums of the tile's output. Its edges are the fusion graph's
    own; P1 is solved per F max with and without them.
@@ -24,7 +24,7 @@ import sys
 import numpy as np
 
 from cache_schemes import paper_row, target    # benchmarks/: the issue's bar per F max
-from msf_pio.fusion import exact_cost as ec
+from msf_pio.fusion import geometry as geo
 from msf_pio.fusion import paper_table, solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
@@ -49,7 +49,7 @@ class Bound:
 
     def __init__(self, model):
         self.m, self.L = model, model.layers
-        self.unfused = ec.unfused_macs(model)
+        self.unfused = geo.unfused_macs(model)
         self.stages = [0] + list(triples(model))
         L = self.L
         if not (L[0].op == ir.CONV and L[1].op == ir.DEPTHWISE and L[2].kernel == (1, 1)
@@ -62,8 +62,8 @@ class Bound:
         iv = {end: [(cut[j], cut[j + 1] - 1) for j in range(S)]}
         for l in range(end - 1, -1, -1):
             lay = self.L[l]
-            iv[l] = [(ec._input_range(lay, a, lay.in_shape[1], 1)[0],
-                      ec._input_range(lay, b, lay.in_shape[1], 1)[1]) for a, b in iv[l + 1]]
+            iv[l] = [(geo.input_range(lay, a, lay.in_shape[1], 1)[0],
+                      geo.input_range(lay, b, lay.in_shape[1], 1)[1]) for a, b in iv[l + 1]]
         return iv
 
     def stage(self, i: int, iv: dict, start: int, end: int) -> list[tuple[float, float]]:
@@ -74,25 +74,25 @@ class Bound:
         ring = lambda t, k: 0 if t == start > 0 else \
             (((k - 1) * width(t) + k) * m.tensor_shape(t)[2] if k > 1 else m.tensor_shape(t)[2])
         last = min(i + 2, end - 1)
-        strip = sum(ec.layer_macs(L[l]) * (sum(b - a + 1 for a, b in iv[l + 1]) /
+        strip = sum(geo.layer_macs(L[l]) * (sum(b - a + 1 for a, b in iv[l + 1]) /
                                             m.tensor_shape(l + 1)[1] - 1)
                     for l in range(i, last + 1))
         f_strip = sum(b - a + 1 for a, b in iv[i + 1]) / m.tensor_shape(i + 1)[1]
         d = L[i + 1]
-        rt, ct = ec._row_taps(d), ec._col_taps(d)
+        rt, ct = geo.row_taps(d), geo.col_taps(d)
         h, w = d.in_shape[:2]
         px = rt.sum() * ct.sum() / (h * w) * f_strip
         if i == 0:       # conv from the input, depthwise, 1x1: keep the conv's output or not
-            conv = ec.layer_macs(L[0])
+            conv = geo.layer_macs(L[0])
             return [(ring(1, 3) + 16, strip),
                     (9 * 16 + 16, conv * (rt.sum() / h * f_strip - 1) + strip),
                     (9 + 64 + 16, conv * (px - 1) + strip)]
         k, ce = d.kernel_h, L[i].cout
         sums = 0 if last == i + 1 else width(i + 3) * L[i + 2].cout * 4   # per output row
-        expand = ec.layer_macs(L[i])
+        expand = geo.layer_macs(L[i])
         opts = [(m.tensor_shape(i)[2] + ring(i + 1, k) + ce, strip)]
         for t in (1, 2, 3, 4):
-            lo, hi = ec.tile_starts(d.out_shape[0], t)
+            lo, hi = geo.tile_starts(d.out_shape[0], t)
             a = np.maximum(lo * d.stride_h - d.pad_top, 0)
             b = np.minimum((hi - 1) * d.stride_h - d.pad_top + k, h)
             rows = int((b - a).max())
@@ -109,7 +109,7 @@ class Bound:
         """Input and output sharing bytes pixel by pixel: output pixel j over input pixels no
         later output pixel reads (reuse.py's shift, per pixel instead of per row)."""
         m = self.m
-        a, b = ec.arena_tensor_bytes(m, start), ec.arena_tensor_bytes(m, end)
+        a, b = geo.arena_tensor_bytes(m, start), geo.arena_tensor_bytes(m, end)
         if not a:
             return b
         (ho, wo, cb), (ha, wa, ca) = m.tensor_shape(end), m.tensor_shape(start)

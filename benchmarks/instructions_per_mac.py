@@ -24,8 +24,8 @@ import numpy as np
 
 from msf_pio.codegen.generate import generate
 from msf_pio.codegen.host import HostBuild
-from msf_pio.fusion.exact_cost import block_schedule
-from msf_pio.fusion.line_buffer import row_sweep
+from msf_pio.fusion.geometry import block_schedule
+from msf_pio.fusion.schemes.line_buffer import row_sweep
 from msf_pio.model.spec import spec_to_model
 from msf_pio.model.weights import materialize
 from msf_pio.verify import plan_for, seeded_input

@@ -34,7 +34,7 @@ import yaml
 # the msf_pio (and so the library/) of this checkout, not an installed copy of another one
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from msf_pio.fusion import exact_cost, latency  # noqa: E402
+from msf_pio.fusion import exact_cost, latency, schemes  # noqa: E402
 from msf_pio.fusion.planner import plan_model  # noqa: E402
 from msf_pio.model import load_model  # noqa: E402
 from msf_pio.pio import bootstrap  # noqa: E402
@@ -226,7 +226,7 @@ def networks_table(core, tmp: Path, boards, models, jobs: int, plans=PLANS,
             print("| edge | layers | scheme | instructions | at vanilla's per pixel | ratio |")
             print("|---:|---|---|---:|---:|---:|")
             for k, (e, m, x) in enumerate(zip(plan.blocks, measured, mix)):
-                print(f"| {k} | {e.first}-{e.last} | {e.label}"
+                print(f"| {k} | {e.first}-{e.last} | {schemes.label(e)}"
                       f" | {m:,} | {x:,.0f} | {m / x:.3f} |")
 
 

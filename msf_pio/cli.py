@@ -69,14 +69,14 @@ def _add_schemes_option(p: argparse.ArgumentParser) -> None:
 
 
 def _schemes(args) -> tuple[str, ...] | None:
-    from .fusion.exact_cost import SCHEMES
+    from .fusion import schemes
     if args.schemes is None:
         return None
     names = tuple(s.strip() for s in args.schemes.split(",") if s.strip())
-    bad = [s for s in names if s not in SCHEMES]
+    bad = [s for s in names if s not in schemes.names()]
     if bad or not names:
         raise MsfError(f"unknown cache scheme {', '.join(bad) or repr(args.schemes)} "
-                       f"(expected {', '.join(SCHEMES)})", where="--schemes")
+                       f"(expected {', '.join(schemes.names())})", where="--schemes")
     return names
 
 
@@ -180,12 +180,12 @@ def cmd_pareto(args) -> int:
     return 0
 
 
-def _schemes_label(cost_model: str, schemes: tuple[str, ...] | None) -> str:
-    from .fusion.exact_cost import SCHEMES
+def _schemes_label(cost_model: str, names: tuple[str, ...] | None) -> str:
+    from .fusion import schemes
     if cost_model != "exact":
         return f"{cost_model} cost model"
-    return "h-cache only" if tuple(schemes or ()) == ("h-cache",) else \
-        ", ".join(schemes or SCHEMES)
+    return "h-cache only" if tuple(names or ()) == ("h-cache",) else \
+        ", ".join(names or schemes.names())
 
 
 def cmd_report(args) -> int:

@@ -19,7 +19,7 @@ import numpy as np
 from . import progress
 from .codegen.generate import weight_bytes
 from .errors import MsfError
-from .fusion import latency, solvers
+from .fusion import latency, schemes, solvers
 from .fusion.graph import FusionGraph
 from .fusion.plan import Plan
 from .fusion.report import table
@@ -39,7 +39,7 @@ def edge_rows(plan: Plan, model, coefficients: dict | None) -> list[dict]:
             "layers": labels[e.first] if e.first == e.last else
             f"{labels[e.first]}..{labels[e.last]}",
             "names": plan.layer_names[e.first:e.last + 1],
-            "scheme": e.label, "ram_bytes": e.ram, "macs": e.macs,
+            "scheme": schemes.label(e), "ram_bytes": e.ram, "macs": e.macs,
             "weight_bytes": sum(weight_bytes(model.layers[i]) for i in range(e.first, e.last + 1)),
             "predicted_cycles": None if coefficients is None else
             int(round(latency.edge_instructions(model, e, coefficients)))})

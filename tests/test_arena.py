@@ -6,7 +6,7 @@ from hypothesis import HealthCheck, given, settings
 
 from msf_pio.codegen.arena import plan_arena
 from msf_pio.fusion import solvers
-from msf_pio.fusion.exact_cost import arena_tensor_bytes
+from msf_pio.fusion.geometry import arena_tensor_bytes
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.reuse import DETAIL as OVERLAP
 from msf_pio.model import load_model

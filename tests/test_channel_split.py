@@ -1,5 +1,5 @@
 """The channel-split scheme of inverted-residual triples three ways: the cost model's buffers and
-MACs (msf_pio/fusion/channel_split.py), the numpy reference running the schedule a tile and a
+MACs (msf_pio/fusion/schemes/channel_split.py), the numpy reference running the schedule a tile and a
 channel group at a time through rings of exactly those sizes (msf_pio/reference/
 channel_split.py) and the C runtime (library/src/channel_split.c): bit-exact with the unfused
 model, the MACs counted and the arena high-water measured equal to the predictions."""
@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from msf_pio.codegen.generate import generate
 from msf_pio.codegen.host import LIBRARY, write_sources
-from msf_pio.fusion import channel_split, latency, solvers
+from msf_pio.fusion import latency, solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
+from msf_pio.fusion.schemes import channel_split
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.channel_split import run_block
@@ -91,7 +92,7 @@ def test_random_triples_reference_and_c(spec, data):
     model = quantized_model(spec_to_model(spec))
     x = seeded_input(model, 0)
     tensors = unfused_tensors(model, x)
-    edges = channel_split.edges(model, SMALL_GROUPS)
+    edges = channel_split.split_edges(model, SMALL_GROUPS)
     assert edges                              # every spec has a triple with C_exp >= 2
     for e in edges:
         check_edge(model, e, tensors)

@@ -6,7 +6,7 @@ import sys
 import pytest
 
 from msf_pio.cli import main
-from msf_pio.fusion.exact_cost import SCHEMES
+from msf_pio.fusion.schemes import names as scheme_names
 
 KEYS = {"model", "cost_model", "objective", "max_overhead", "ram_limit", "feasible",
         "peak_ram_bytes", "macs", "unfused_macs", "overhead", "blocks"}
@@ -82,7 +82,7 @@ def test_pareto_plot_draws_all_schemes_beside_h_cache_only(capsys, tmp_path, mon
     drawn = {}
     monkeypatch.setattr(report, "plot_pareto",
                         lambda graph, frontiers, path: drawn.update(frontiers))
-    every = ", ".join(SCHEMES)
+    every = ", ".join(scheme_names())
     code, _, _ = run(capsys, "pareto", "mbv2-w0.35-paper", "--out", str(tmp_path / "f.png"))
     assert code == 0 and set(drawn) == {every, "h-cache only"}
     best = {label: min(p.peak_ram for p in plans) for label, plans in drawn.items()}

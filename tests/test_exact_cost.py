@@ -3,7 +3,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from msf_pio.fusion import exact_cost as ec
-from msf_pio.fusion.exact_cost import TILE_ROWS
+from msf_pio.fusion.schemes.tiles import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
 from msf_pio.model.spec import spec_to_model

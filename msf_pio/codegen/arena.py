@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..fusion.exact_cost import arena_tensor_bytes, writes_in_place
+from ..fusion.geometry import arena_tensor_bytes, writes_in_place
 from ..fusion.plan import Plan
 from ..fusion.reuse import DETAIL as OVERLAP
 from ..model.ir import Model

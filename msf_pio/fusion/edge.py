@@ -10,16 +10,9 @@ class Edge:
     last: int                  # last layer index (the edge enters tensor `last + 1`)
     ram: int                   # peak RAM bytes while this edge runs (its cost model's definition)
     macs: int                  # MACs it executes
-    scheme: str = "single"     # "single" | "h-cache" | "tiles" | "line-buffer" | "channel-split"
+    scheme: str = "single"     # "single", or a cache scheme's name (schemes/)
     detail: dict = field(default_factory=dict, compare=False, hash=False)
     tile_rows: int = 1         # output rows per tile (h-cache: 1; tiles: more; channel-split: any)
-
-    @property
-    def label(self) -> str:
-        """The scheme as reports print it, e.g. `tiles t=4`, `channel-split g=16 t=5`."""
-        if self.scheme == "channel-split":
-            return f"{self.scheme} g={self.detail['g']} t={self.tile_rows}"
-        return f"{self.scheme} t={self.tile_rows}" if self.scheme == "tiles" else self.scheme
 
     @property
     def src(self) -> int:

@@ -96,7 +96,7 @@ def build_graph(model: Model, cost_model: str = "exact",
     if cost_model != "exact":
         edges = module.edges(model)
     else:       # a cap of 0 leaves single layers only: no cache scheme
-        edges = module.edges(model, () if ram_cap <= 0 else schemes or module.SCHEMES)
+        edges = module.edges(model, () if ram_cap <= 0 else schemes)
     if ram_cap < math.inf:
         edges = [e for e in edges if e.scheme == "single" or e.ram <= ram_cap]
     graph = FusionGraph(model, cost_model, edges, module.unfused_macs(model), schemes, ram_cap)

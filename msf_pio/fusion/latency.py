@@ -1,7 +1,8 @@
 """Latency in the cost model: predicted instructions of an edge or a plan on a board.
 
 The runtime's cost is linear in a few counts the exact cost model already knows for every layer
-of an edge (msf_pio/fusion/exact_cost.py, the schedule the C executor follows):
+of an edge (each cache scheme's schedule, schemes/, the one its C executor follows; the counts
+of one layer's kernel calls in kernel_counts.py):
 - MACs, split for dense convolutions into those of paired pixels (the conv kernel computes two
   output rows per inner loop when a call has two rows) and of lone pixels (a fused block's last
   layer computes one row per call);
@@ -26,95 +27,16 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
-
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
-from . import channel_split
+from . import schemes
 from .edge import Edge
-from .exact_cost import _column_sweep as column_sweep
-from .exact_cost import _col_taps, _row_taps, block_schedule, layer_macs
-from .line_buffer import row_sweep
+from .geometry import layer_macs
+from .kernel_counts import FEATURES, GATHER, add, kernel_class, spatial_counts  # noqa: F401
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 DSP_CPUS = ("cortex-m4", "cortex-m7")      # __ARM_FEATURE_DSP: the kernels' SIMD paths
-GATHER = 512                               # MSF_CONV_GATHER: window elements a DSP conv gathers
-
-# feature names: <kernel class>.<count>
-FEATURES = (
-    "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs", "conv1x1.outputs_single",
-    "conv1x1.taps",
-    "conv.macs_pair", "conv.macs_single", "conv.outputs", "conv.outputs_single", "conv.taps",
-    "conv.runs",
-    "depthwise.macs", "depthwise.outputs", "add.outputs", "max_pool.macs", "max_pool.outputs",
-    "avg_pool.macs", "avg_pool.outputs",
-    "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
-)
-
-
-def kernel_class(layer) -> str:
-    if layer.op == ir.CONV:
-        return "conv1x1" if layer.kernel == (1, 1) else "conv"
-    if layer.op in ir.PIXEL_OPS:
-        return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
-    # max and average pools apart: an average divides per output (slow on some cores)
-    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "max_pool",
-            ir.AVG_POOL: "avg_pool", ir.GLOBAL_AVGPOOL: "global_avgpool",
-            ir.DENSE: "dense"}[layer.op]
-
-
-def _window_work(layer, cls: str, macs: int, whole_input: bool, dsp: bool) -> dict:
-    """Taps gathered, and runs of taps read where they lie, by a dense convolution of `macs`
-    MACs, as conv2d_s8.c splits its pixels: one is gathered when the core has the DSP extension,
-    its window spans whole kernel rows and holds 4..GATHER valid elements; the others read a run
-    per valid kernel row of a whole tensor, or per valid tap of a column ring. Runs are counted
-    once per output channel. The MACs split over the pixels as the whole layer's do (exact for a
-    layer computed once; an H-cache's recomputed rows are taken alike)."""
-    kw, cin = layer.kernel_w, layer.cin
-    rows, cols = _row_taps(layer), _col_taps(layer)    # valid kernel rows / columns per pixel
-    unit = macs / (rows.sum() * cols.sum())            # MACs per (valid row, valid column)
-    size = rows * kw * cin
-    row_in = (size >= 4) & (size <= GATHER) if dsp else np.zeros(len(rows), bool)
-    col_in = cols == kw
-    gathered = unit * rows[row_in].sum() * cols[col_in].sum()
-    counts = {f"{cls}.taps": round(gathered / layer.cout)}
-    if cls == "conv":                     # (a pointwise pixel's taps are one run: its outputs)
-        per_row = np.ones_like(cols) if whole_input else cols     # runs per valid kernel row
-        runs = rows.sum() * per_row.sum() - rows[row_in].sum() * per_row[col_in].sum()
-        counts["conv.runs"] = round(unit / cin * runs)
-    return counts
-
-
-def _spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int,
-                    whole_input: bool, dsp: bool) -> dict:
-    """Counts of a window layer or add computing `cols` columns for calls of the given rows;
-    `whole_input`: it reads a whole tensor (else column rings); `dsp`: the core's SIMD paths."""
-    cls = kernel_class(layer)
-    rows = sum(rows_per_call)
-    pixels = rows * cols
-    counts = {"calls": calls, f"{cls}.outputs": pixels * layer.cout}
-    if cls in ("conv", "conv1x1"):
-        lone = sum(r % 2 for r in rows_per_call) * cols
-        single = round(macs * lone / pixels) if pixels else 0
-        counts[f"{cls}.macs_pair"] = macs - single
-        counts[f"{cls}.macs_single"] = single
-        counts[f"{cls}.outputs_single"] = lone * layer.cout
-        counts.update(_window_work(layer, cls, macs, whole_input, dsp))
-    elif cls != "add":
-        counts[f"{cls}.macs"] = macs
-    return counts
-
-
-def _row_call(layer) -> bool:
-    """line_buffer.c computes a whole output row per kernel call (msf_row_mode): a depthwise
-    (its row kernel), or a layer whose window is one pixel (1x1, stride 1, no padding) and
-    whose values do not depend on the pixel's place (not a per-element PReLU)."""
-    if layer.op == ir.DEPTHWISE:
-        return True
-    one_pixel = all(layer.window(axis) == (1, 1, 0) for axis in (0, 1)) \
-        if layer.has_window else True
-    return one_pixel and not layer.slope_per_pixel
 
 
 def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
@@ -122,31 +44,19 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
                 group: int | None = None) -> dict[str, int]:
     """Feature counts of the edge first..last (a fusion block under `scheme`, H-cache tiles of
     `tile_rows` rows, channel groups of `group` channels) as the C executor runs it on a core
-    with (`dsp`) or without the kernels' SIMD paths. A line buffer's ring slides (memmoves)
-    are not a feature yet: not predicted."""
+    with (`dsp`) or without the kernels' SIMD paths: its head layers, a single layer, or the
+    block's spatial layers as its scheme counts them (schemes/)."""
     layers = model.layers
-    if scheme == "channel-split":     # channel_split.c: per group, the tiles' schedule of the
-        sub = channel_split.group_model(model, first, 0, group, project=True)   # group's layers
-        n = layers[first].cout // group   # (the project's outputs added into int32 sums)
-        counts = {k: v * n for k, v in edge_counts(sub, first, last, "tiles", tile_rows,
-                                                   dsp).items()}
-        counts["edge.count"] = 1
-        return counts
     counts: dict[str, int] = {"edge.count": 1}
-
-    def add(c: dict) -> None:
-        for k, v in c.items():
-            counts[k] = counts.get(k, 0) + int(v)
-
     end = last
     while end >= first and layers[end].op in ir.HEAD_OPS:
         end -= 1                                      # end < first: a head layer alone
     for l in range(end + 1, last + 1):               # global pooling, dense
         layer = layers[l]
         cls = kernel_class(layer)
-        add({f"{cls}.macs": layer_macs(layer)})
+        add(counts, {f"{cls}.macs": layer_macs(layer)})
         if cls == "dense":
-            add({"dense.outputs": layer.cout})
+            add(counts, {"dense.outputs": layer.cout})
     if end < first:
         return counts
     stream = (model.stream_output and last + 1 == model.n_layers) or \
@@ -155,28 +65,10 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
         layer = layers[first]
         oh, ow = layer.out_shape[:2]
         tile = oh if not (last > end or stream) else 1    # msf_run_edge's tile_rows
-        add(_spatial_counts(layer, layer_macs(layer), ow * (oh // tile), [tile] * (oh // tile),
-                            ow, True, dsp))
-        return counts
-    if scheme == "line-buffer":          # every row once; rings of whole rows
-        sweep = row_sweep(model, end, first)
-        staged = last > end or stream    # the last spatial layer's pixels go one by one
-        for l in range(first, end + 1):
-            rows, cols = sweep.rows[l], layers[l].out_shape[1]
-            # a call per row (the row as the one column of the transposed layer) or per pixel
-            per_call, calls = (cols, 1) if _row_call(layers[l]) and not (l == end and staged) \
-                else (1, cols)
-            add(_spatial_counts(layers[l], sweep.layer_macs[l], rows * calls, [per_call] * rows,
-                                calls, True, dsp))
-        return counts
-    sched = block_schedule(model, end, first, tile_rows)
-    _, produced = column_sweep(model, end, first)
-    for l in range(first, end + 1):   # every tile, one call per column; inner layers read rings
-        rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
-        cols = produced[l + 1] + 1
-        add(_spatial_counts(layers[l], sched.layer_macs[l], len(rows) * cols, rows, cols,
-                            l == first, dsp))
-    return counts
+        return add(counts, spatial_counts(layer, layer_macs(layer), ow * (oh // tile),
+                                          [tile] * (oh // tile), ow, True, dsp))
+    e = Edge(first, last, 0, 0, scheme, {} if group is None else {"g": group}, tile_rows)
+    return add(counts, schemes.get(scheme).counts(model, e, end, last > end or stream, dsp))
 
 
 @lru_cache(maxsize=None)

@@ -5,6 +5,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..model.ir import layer_label
+from . import schemes
 from .edge import Edge
 
 
@@ -110,8 +111,7 @@ class Plan:
                            if self.layer_labels else {}),
                         **({"names": self.layer_names[e.first:e.last + 1]}
                            if self.layer_names else {}),
-                        **({"tile_rows": e.tile_rows}
-                           if e.scheme in ("tiles", "channel-split") else {}),
+                        **schemes.json_fields(e),
                         "ram_bytes": e.ram, "macs": e.macs,
                         **({"predicted_cycles": c} if c is not None else {}),
                         **{k: v for k, v in e.detail.items() if isinstance(v, (int, bool))}}

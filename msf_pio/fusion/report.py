@@ -1,6 +1,7 @@
 """Human-readable plan and Pareto tables (and the frontier plot)."""
 from __future__ import annotations
 
+from . import schemes
 from .graph import FusionGraph
 from .plan import Plan
 
@@ -18,7 +19,7 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         if hint:
             lines.append(f"nearest feasible: {hint['message']}")
         return "\n".join(lines)
-    rows = [(_layers(plan, e.first, e.last), e.label, f"{e.ram:,}", f"{e.macs:,}")
+    rows = [(_layers(plan, e.first, e.last), schemes.label(e), f"{e.ram:,}", f"{e.macs:,}")
             for e in plan.blocks]
     lines = [head] + table([("layers", "scheme", "RAM B", "MACs")] + rows, right=(2, 3))
     fused = sum(1 for e in plan.blocks if e.fused)
@@ -48,7 +49,8 @@ def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:
              f"{len(plans)} plans",
              f"{'peak RAM B':>11s} {'MACs':>12s} {'F':>7s}  fusion blocks"]
     for p in plans:
-        blocks = " ".join(f"[{e.first}-{e.last}{'' if e.scheme == 'h-cache' else ' ' + e.label}]"
+        blocks = " ".join(f"[{e.first}-{e.last}"
+                          f"{'' if e.scheme == 'h-cache' else ' ' + schemes.label(e)}]"
                           for e in p.blocks if e.fused) or "(none)"
         lines.append(f"{p.peak_ram:11d} {p.macs:12d} {p.overhead:7.3f}  {blocks}")
     return "\n".join(lines)

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..model import ir
 from ..model.ir import Layer, Model
-from .exact_cost import arena_tensor_bytes, writes_in_place
+from .geometry import arena_tensor_bytes, writes_in_place
 
 DETAIL = "overlap_shift"      # the edge detail: the largest safe shift of B after A, in bytes
 

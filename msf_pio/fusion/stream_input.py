@@ -16,6 +16,7 @@ from __future__ import annotations
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
+from .geometry import row_taps
 
 KIND = "input"      # the scratch entry of the input ring
 
@@ -30,11 +31,10 @@ def check(model: Model) -> None:
 
 def window_rows(model: Model) -> int:
     """Input rows one output row of the first layer reads (a whole input for a head layer)."""
-    from .exact_cost import _row_taps
     layer = model.layers[0]
     if layer.op in ir.HEAD_OPS:
         return model.input_shape[0]
-    return int(_row_taps(layer).max()) if layer.has_window else 1
+    return int(row_taps(layer).max()) if layer.has_window else 1
 
 
 def input_ring(model: Model, rows: int) -> list[dict]:

@@ -253,7 +253,7 @@ class _locked:
 
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
-    from ..fusion import solvers
+    from ..fusion import schemes, solvers
     from ..fusion.graph import build_graph
     from ..fusion.planner import feasible_plan, graph_for
     from ..model import load_model
@@ -320,7 +320,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "model": model.name, "plan": plan.label, "objective": plan.objective,
         "cost_model": options.cost_model, "output": options.output, "input": options.input,
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
-        "blocks": [[e.first, e.last, e.label] for e in plan.blocks if e.fused],
+        "blocks": [[e.first, e.last, schemes.label(e)] for e in plan.blocks if e.fused],
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
         "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
         "board_ram": facts.ram,

@@ -1,7 +1,7 @@
 """The channel-split schedule in numpy: an inverted-residual triple (1x1 expand -> depthwise ->
 1x1 project) run as H-cache tiles whose expansion is computed one channel group at a time.
 
-Written from the scheme's definition (msf_pio/fusion/channel_split.py), not from its code: for a
+Written from the scheme's definition (msf_pio/fusion/schemes/channel_split.py), not from its code: for a
 tile of t output rows and each group of g expanded channels, the column sweep computes the
 group's expanded columns on demand into a column ring of g channels, the group's depthwise
 output column (t rows, g channels) into a one-column ring, and adds its projection (the group's
@@ -16,7 +16,7 @@ from fractions import Fraction
 import numpy as np
 
 from .. import numerics as nm
-from ..fusion.channel_split import group_model
+from ..fusion.schemes.channel_split import group_model
 from ..model.ir import Model
 from .h_cache import _ColumnRing, tile_rows_needed
 from .overlap import SharedRegion

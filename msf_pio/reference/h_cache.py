@@ -1,7 +1,7 @@
 """The H-cache schedule in numpy: a fusion block run tile by tile, column by column, through
 column rings (tiles of one output row: msf-CNN's H-cache; of several: the `tiles` scheme).
 
-Written from the scheme's definition (msf_pio/fusion/exact_cost.py), not from its code: a tile
+Written from the scheme's definition (msf_pio/fusion/schemes/h_cache.py), not from its code: a tile
 is t consecutive output rows of the block's last spatial layer; for it, every tensor of the block
 provides the hull of the rows its consumers read. Within the tile each layer computes its next
 output column (those rows) on demand, after its inputs have produced the columns it reads; a

@@ -1,6 +1,6 @@
 """The line-buffer schedule in numpy: a fusion block run row by row through rings of whole rows.
 
-Written from the scheme's definition (msf_pio/fusion/line_buffer.py), not from its code: every
+Written from the scheme's definition (msf_pio/fusion/schemes/line_buffer.py), not from its code: every
 layer computes its next output row on demand, after its inputs have produced the rows it reads;
 a row enters its tensor's ring and pushes the oldest row out once the ring is full. Reading a row
 that is no longer (or not yet) in its ring raises, so a run checks the ring sizes of the cost

@@ -1,16 +1,16 @@
 """The channel-split scheme of an inverted-residual triple: 1x1 expand -> depthwise -> 1x1 project.
 
-H-cache tiles of t output rows (exact_cost.py's schedule) whose expansion is computed g channels
-at a time (the depthwise is per channel, so a group needs only its own channels): per tile and
-group, the column sweep keeps a column ring of the group's g expanded channels, computes the
-group's depthwise output one column at a time (t rows x g channels) and projects it at once into
-int32 partial sums of the tile's output (t x W x C_out); once every group is in, the sums are
-requantized (bias, per-channel multiplier, zero point, activation) into the block output. Every
-expanded pixel is computed once per tile, in one group: the MACs are the tile schedule's; the
-expansion ring is g / C_exp as large, at the price of the sums.
+H-cache tiles of t output rows (the H-cache's schedule, geometry.block_schedule) whose expansion
+is computed g channels at a time (the depthwise is per channel, so a group needs only its own
+channels): per tile and group, the column sweep keeps a column ring of the group's g expanded
+channels, computes the group's depthwise output one column at a time (t rows x g channels) and
+projects it at once into int32 partial sums of the tile's output (t x W x C_out); once every
+group is in, the sums are requantized (bias, per-channel multiplier, zero point, activation)
+into the block output. Every expanded pixel is computed once per tile, in one group: the MACs
+are the tile schedule's; the expansion ring is g / C_exp as large, at the price of the sums.
 
-The C runtime (library/src/channel_split.c) and the numpy reference (msf_pio/reference/
-channel_split.py) follow this order; this module sizes their buffers.
+The C runtime (library/src/schemes/channel_split.c) and the numpy reference (msf_pio/reference/
+schemes/channel_split.py) follow this order; this module sizes their buffers.
 """
 from __future__ import annotations
 
@@ -18,14 +18,17 @@ from dataclasses import replace
 
 import numpy as np
 
-from ..model import ir
-from ..model.ir import Model, Weights
-from . import exact_cost as ec
-from .edge import Edge
+from ...model import ir
+from ...model.ir import Model, Weights
+from ..blocks import Family, edge_ram, output_shift
+from ..edge import Edge
+from ..geometry import BlockSchedule, block_schedule, column_sweep
+from . import h_cache, tiles
 
 NAME = "channel-split"
+EXECUTOR = "channel_split"    # reference/schemes/channel_split.py, library/src/schemes/channel_split.c
 GROUPS = (8, 16, 24, 32, 48)      # channel groups tried: a few, so the graph stays small to solve
-TILE_ROWS = (1,) + ec.TILE_ROWS
+TILE_ROWS = (1,) + tiles.TILE_ROWS
 
 
 def is_triple(model: Model, i: int) -> bool:
@@ -68,7 +71,7 @@ def group_model(model: Model, i: int, c: int, g: int, project: bool = False) -> 
     return model.with_layers(layers)
 
 
-def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]:
+def scratch(model: Model, i: int, sched: BlockSchedule, g: int) -> list[dict]:
     """The scratch buffers in arena order: the expansion's column ring and the depthwise output
     column, both of g channels, and the int32 sums of one tile's output."""
     exp, dw = i + 1, i + 2
@@ -81,7 +84,7 @@ def scratch(model: Model, i: int, sched: ec.BlockSchedule, g: int) -> list[dict]
             {"kind": "sums", "tensor": i + 3, "rows": t, "cols": wo, "bytes": 4 * t * wo * co}]
 
 
-def edges(model: Model, sizes: tuple[int, ...] = GROUPS) -> list[Edge]:
+def split_edges(model: Model, sizes: tuple[int, ...] = GROUPS) -> list[Edge]:
     """One edge per triple, tile height and channel group (of `sizes`)."""
     out = []
     for i in range(model.n_layers):
@@ -89,14 +92,38 @@ def edges(model: Model, sizes: tuple[int, ...] = GROUPS) -> list[Edge]:
             continue
         end = i + 2
         ho = model.layers[end].out_shape[0]
-        columns = ec._column_sweep(model, end, i)
+        columns = column_sweep(model, end, i)
         for t in sorted({min(t, ho) for t in TILE_ROWS}):
-            s = ec.block_schedule(model, end, i, t, columns)
+            s = block_schedule(model, end, i, t, columns)
             macs = sum(s.layer_macs[l] for l in range(i, end + 1))
             # the output is written when a tile's groups are all in: later than the H-cache
             # writes it, so the H-cache's shift over the input (reuse.py) holds as well
-            shift = ec._output_shift(model, i, end, end, (s.row_lo[i], s.row_hi[end + 1]))
+            shift = output_shift(model, i, end, end, (s.row_lo[i], s.row_hi[end + 1]))
             for g in groups(model, i, sizes):
-                ram, detail = ec._edge_ram(model, i, end, scratch(model, i, s, g), shift)
+                ram, detail = edge_ram(model, i, end, scratch(model, i, s, g), shift)
                 out.append(Edge(i, end, ram, macs, NAME, {**detail, "g": g}, t))
     return out
+
+
+def edges(model: Model, fams: list[Family]) -> list[Edge]:
+    return split_edges(model)
+
+
+def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+    """Latency counts as channel_split.c runs the triple: per group, the tiles' schedule of
+    the group's layers (the project's outputs added into int32 sums)."""
+    g = e.detail["g"]
+    sub = group_model(model, e.first, 0, g, project=True)
+    n = model.layers[e.first].cout // g
+    return {k: v * n for k, v in h_cache.counts(sub, e, end, staged, dsp).items()}
+
+
+layer_pixels = h_cache.layer_pixels      # a group's tiles, all groups together: the tiles'
+
+
+def label(e: Edge) -> str:
+    return f"{NAME} g={e.detail['g']} t={e.tile_rows}"
+
+
+def json_fields(e: Edge) -> dict:
+    return {"tile_rows": e.tile_rows}

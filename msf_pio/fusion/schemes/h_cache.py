@@ -1,0 +1,85 @@
+"""msf-CNN's H-cache: a fusion block run one output row per tile, column by column.
+
+A fusion block produces its output one tile at a time: a tile is t consecutive output rows of
+its last spatial layer (t = 1 here: msf-CNN's H-cache; more rows: the `tiles` scheme, tiles.py).
+For a tile every tensor provides the rows its consumers read, and within the tile the block
+sweeps the columns left to right, each layer computing its output column (all the tile's rows)
+on demand: columns are cached, the rows two tiles share are recomputed for each. Every tensor
+inside a block lives in a column ring: as many rows as the largest tile needs, as many columns
+as all its consumers read (a residual skip tensor inside a block needs more columns than its
+1x1 consumer alone); the block input, and any tensor made before the block that a layer of it
+reads (a skip, a branch's stage input), is read in place from the arena. A depthwise output may
+live in its input's ring (reuse.py). The schedule is geometry.block_schedule, the rings
+blocks.column_rings; the C executor is library/src/schemes/h_cache.c, the numpy reference
+msf_pio/reference/schemes/h_cache.py.
+"""
+from __future__ import annotations
+
+from typing import Callable
+
+from ...model.ir import Model
+from .. import stream_input
+from ..blocks import Family, block_edges, column_rings
+from ..edge import Edge
+from ..geometry import block_schedule, column_sweep
+from ..kernel_counts import add, spatial_counts
+
+NAME = "h-cache"
+EXECUTOR = "h_cache"          # reference/schemes/h_cache.py, library/src/schemes/h_cache.c
+
+
+def tile_edges(model: Model, fams: list[Family], name: str,
+               heights: Callable[[Family], list[int]]) -> list[Edge]:
+    """H-cache block edges under `name`, for every tile height heights(family) gives (a height
+    > 1 for blocks of two layers or more only: one layer and a head computes every row once)."""
+    out = []
+    for fam in fams:
+        for t in heights(fam):
+            s = fam.schedule(t)
+            for first in fam.firsts(alone=t == 1):
+                # a streamed input: the first block also keeps the input rows a tile reads
+                rings = stream_input.input_ring(model, s.ring_rows(0)) \
+                    if model.stream_input and first == 0 else []
+                out += block_edges(model, fam, first, name, t, s.layer_macs,
+                                   rings + column_rings(model, s, first),
+                                   (s.row_lo[first], s.row_hi[fam.end + 1]))
+    return out
+
+
+def edges(model: Model, fams: list[Family]) -> list[Edge]:
+    return tile_edges(model, fams, NAME, lambda fam: [1])
+
+
+def _rows_and_columns(model: Model, e: Edge, end: int):
+    """The tiles' schedule of the block e.first..end and the columns every layer produces."""
+    sweep = column_sweep(model, end, e.first)
+    return block_schedule(model, end, e.first, e.tile_rows, sweep), sweep[1]
+
+
+def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+    """Latency counts of the block's spatial layers: every tile, one kernel call per column;
+    the first layer reads the whole block input, the others column rings."""
+    sched, produced = _rows_and_columns(model, e, end)
+    out: dict[str, int] = {}
+    for l in range(e.first, end + 1):
+        rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
+        cols = produced[l + 1] + 1
+        add(out, spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
+                                cols, l == e.first, dsp))
+    return out
+
+
+def layer_pixels(model: Model, e: Edge, end: int) -> dict[int, int]:
+    """Output pixels every spatial layer computes: its rows over all tiles (recomputed ones
+    included) times the columns the sweep produces."""
+    s, produced = _rows_and_columns(model, e, end)
+    return {l: int((s.row_hi[l + 1] - s.row_lo[l + 1]).sum()) * (produced[l + 1] + 1)
+            for l in range(e.first, end + 1)}
+
+
+def label(e: Edge) -> str:
+    return NAME
+
+
+def json_fields(e: Edge) -> dict:
+    return {}

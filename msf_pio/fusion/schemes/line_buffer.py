@@ -1,0 +1,123 @@
+"""The line-buffer scheme of a fusion block: rows streamed, nothing recomputed (F = 1).
+
+Every layer of the block produces its output rows in order, each row over the full width, on
+demand: to compute a row, a layer first has its inputs produce the rows it lacks (the same
+descent as the H-cache's columns, turned by 90 degrees). Every internal tensor lives in a ring of
+whole rows holding from the oldest row any consumer still needs to the newest row produced: k
+rows in front of a k x k window, one in front of a 1x1 layer, and for a residual skip tensor also
+the rows by which the add's main path lags. The block input is read in place, whole.
+
+The C runtime (library/src/schemes/line_buffer.c) and the numpy reference (msf_pio/reference/
+schemes/line_buffer.py) follow this order; the ring rows computed here size their rings.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ...model import ir
+from ...model.ir import Model
+from .. import stream_input
+from ..blocks import Family, block_edges
+from ..edge import Edge
+from ..geometry import col_taps, demand_sweep, row_taps, tap_macs
+from ..kernel_counts import add, spatial_counts
+
+NAME = "line-buffer"
+EXECUTOR = "line_buffer"      # reference/schemes/line_buffer.py, library/src/schemes/line_buffer.c
+
+
+@dataclass
+class RowSweep:
+    """Rows of blocks whose spatial part ends at layer `end`, valid for every block start >=
+    `lowest_first` (a tensor's ring depends only on the layers after it)."""
+    end: int
+    lowest_first: int
+    ring_rows: dict[int, int]      # internal tensor -> rows its ring holds
+    rows: dict[int, int]           # layer -> output rows it computes (rows 0 .. rows - 1)
+    layer_macs: dict[int, int]     # layer -> MACs of those rows, full width
+    oldest: dict[int, list[int]]   # tensor -> first row still read as `end` writes each row
+
+    def rings(self, model: Model, first: int) -> list[dict]:
+        """Scratch entries of the block first..end: one ring of whole rows per internal tensor."""
+        out = []
+        for t in range(first + 1, self.end + 1):
+            _, w, c = model.tensor_shape(t)
+            rows = self.ring_rows[t]
+            out.append({"kind": "ring", "tensor": t, "rows": rows, "cols": w,
+                        "bytes": rows * w * c})
+        return out
+
+
+def row_sweep(model: Model, end: int, lowest_first: int) -> RowSweep:
+    """The row rings of a line-buffer block (the demand-driven sweep along the rows) and the
+    MACs of the rows every layer really produces."""
+    layers = model.layers
+    oldest: dict[int, list[int]] = {}
+    span, produced = demand_sweep(model, end, lowest_first, axis=0, oldest=oldest)
+    rows = {l: produced[l + 1] + 1 for l in range(lowest_first, end + 1)}
+    macs = {l: int(row_taps(layers[l])[:rows[l]].sum() * col_taps(layers[l]).sum())
+            * tap_macs(layers[l]) if layers[l].has_window else 0
+            for l in range(lowest_first, end + 1)}
+    return RowSweep(end, lowest_first, span, rows, macs, oldest)
+
+
+def edges(model: Model, fams: list[Family]) -> list[Edge]:
+    """Blocks of two layers or more (one layer and a head computes every row once either way:
+    the H-cache edge covers it)."""
+    out = []
+    for fam in fams:
+        if fam.lowest == fam.end:
+            continue
+        sweep = row_sweep(model, fam.end, fam.lowest)
+        written = np.arange(1, model.layers[fam.end].out_shape[0] + 1)
+        for first in fam.firsts(alone=False):
+            # a streamed input: the first block also keeps one window of the first layer's rows
+            rings = stream_input.input_ring(model, stream_input.window_rows(model)) \
+                if model.stream_input and first == 0 else []
+            out += block_edges(model, fam, first, NAME, 1, sweep.layer_macs,
+                               rings + sweep.rings(model, first), (sweep.oldest[first], written))
+    return out
+
+
+def _row_call(layer) -> bool:
+    """line_buffer.c computes a whole output row per kernel call (msf_row_mode): a depthwise
+    (its row kernel), or a layer whose window is one pixel (1x1, stride 1, no padding) and
+    whose values do not depend on the pixel's place (not a per-element PReLU)."""
+    if layer.op == ir.DEPTHWISE:
+        return True
+    one_pixel = all(layer.window(axis) == (1, 1, 0) for axis in (0, 1)) \
+        if layer.has_window else True
+    return one_pixel and not layer.slope_per_pixel
+
+
+def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+    """Latency counts of the block's spatial layers: every row once over the full width, a
+    kernel call per row or per pixel (the last layer's pixels go one by one when staged). A
+    ring's slides (memmoves) are not a feature yet: not predicted."""
+    sweep = row_sweep(model, end, e.first)
+    out: dict[str, int] = {}
+    for l in range(e.first, end + 1):
+        layer = model.layers[l]
+        rows, cols = sweep.rows[l], layer.out_shape[1]
+        # a call per row (the row as the one column of the transposed layer) or per pixel
+        per_call, calls = (cols, 1) if _row_call(layer) and not (l == end and staged) \
+            else (1, cols)
+        add(out, spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
+                                calls, True, dsp))
+    return out
+
+
+def layer_pixels(model: Model, e: Edge, end: int) -> dict[int, int]:
+    """Output pixels every spatial layer computes: the rows it produces, full width."""
+    rows = row_sweep(model, end, e.first).rows
+    return {l: rows[l] * model.layers[l].out_shape[1] for l in range(e.first, end + 1)}
+
+
+def label(e: Edge) -> str:
+    return NAME
+
+
+def json_fields(e: Edge) -> dict:
+    return {}
