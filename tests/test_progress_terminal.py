@@ -39,7 +39,7 @@ def test_slow_steps_show_progress_on_a_terminal(tmp_path):
                         "solve tiny --objective min_latency --board qemu_f767zi",
                         f"run tiny --input {x} --out {tmp_path / 'y.npy'}",
                         "verify tiny --no-sanitize")
-    for step in ("costing fusion blocks (last layer) ", "predicting qemu_f767zi cycles of edges",
+    for step in ("costing fusion blocks (cache scheme) ", "predicting qemu_f767zi cycles of edges",
                  "Pareto frontier: plans", "report: pictures",
                  "run: generating and compiling the C on the host",
                  "verify: host builds and runs"):
