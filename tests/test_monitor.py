@@ -152,6 +152,11 @@ def test_report_table():
     assert "1996.8" in report and "79872000 systick" in report and "0.073" in report
     assert "arena 7790 B != predicted 7788 B" in report
     assert report.endswith("2 result(s): 1 not ok")
+    # like beside like: the measured arena beside the predicted one, and what the run used
+    # (arena + stack) with no "prediction" beside it (the line's ram_pred is the arena's)
+    header, first = report.splitlines()[0].split(), report.splitlines()[1].split()
+    assert header[3:7] == ["arena", "pred", "stack", "arena+stack"] and "RAM" not in header
+    assert int(first[6]) == records[0]["arena"] + records[0]["stack"] == records[0]["ram"]
     assert monitor.render_report([]) == "no MSF result lines"
 
 

@@ -199,17 +199,18 @@ def _table(rows: list[list[str]], right: range) -> str:
 
 
 def render_report(records: list[dict], plan: dict | None = None) -> str:
-    """A table, one row per result: measured vs predicted arena and RAM (bytes), latency,
-    cycles, MACs/cycle, CRC verdict; then a summary line."""
+    """A table, one row per result: measured vs predicted arena (bytes), the stack and what
+    the run used (arena + stack, measured only: the line's ram_pred is the predicted arena, not
+    a like figure), latency, cycles, MACs/cycle, CRC verdict; then a summary line."""
     if not records:
         return "no MSF result lines"
     timed = any(predicted_cycles(r, plan) for r in records)
-    rows = [["model", "plan", "board", "arena", "pred", "stack", "RAM", "RAM pred", "ms",
+    rows = [["model", "plan", "board", "arena", "pred", "stack", "arena+stack", "ms",
              "cycles", *(["cycles pred"] if timed else []), "MACs/cycle", "crc", "verdict"]]
     for r in records:
         predicted = predicted_cycles(r, plan)
         rows.append([r["model"], r["plan"], r["board"], _or_dash(r["arena"]), str(r["arena_pred"]),
-                     str(r["stack"]), _or_dash(r["ram"]), str(r["ram_pred"]), f"{r['us'] / 1000:.1f}",
+                     str(r["stack"]), _or_dash(r["ram"]), f"{r['us'] / 1000:.1f}",
                      f"{r['cycles']} {r['clock']}",
                      *([f"{predicted} ({r['cycles'] / predicted - 1:+.1%})" if predicted
                         else "-"] if timed else []),
@@ -218,7 +219,7 @@ def render_report(records: list[dict], plan: dict | None = None) -> str:
                      "; ".join(problems(r, plan)) or "ok"])
     bad = sum(1 for r in records if problems(r, plan))
     summary = f"{len(records)} result(s): " + (f"{bad} not ok" if bad else "all ok")
-    return _table(rows, right=range(3, 12 if timed else 11)) + "\n" + summary
+    return _table(rows, right=range(3, 11 if timed else 10)) + "\n" + summary
 
 
 def _ms(cycles: float, hz: int) -> str:
