@@ -1,13 +1,16 @@
 """A new user's projects, one per model kind: `msf-pio init` from a zoo name, a YAML spec (with
 its weights file), a float ONNX file and an int8 .tflite file, each built and run on an emulated
 board (`pio run -t upload`), its harness run (`pio test`), committed to a new git repository,
-and `git grep` run for this checkout's path and the model's original folder (nothing may name
-this machine). The commands are the README's, run as a user runs them (the console scripts of
-the Python that runs this), offline; every one is printed before it runs.
+and `git grep` run for this checkout's path, the model's original folder and the home folder
+(nothing may name this machine). `into`: a project of the user's (a real board's env, their
+main.c, their git history) gets msf-pio with `msf-pio init --into` (no line of theirs deleted),
+the user's main.c then calls the model, and the same build, test, commit and search follow.
+The commands are the README's, run as a user runs them (the console scripts of the Python
+that runs this), offline; every one is printed before it runs.
 
-Run: python scripts/fresh_projects.py [--kind zoo|yaml|onnx|tflite ...] [--board qemu_f767zi]
-     [--keep DIR] [--no-test]
-About a minute per kind on an idle machine; prints one row per kind and exits 1 if one failed.
+Run: python scripts/fresh_projects.py [--kind zoo|yaml|onnx|tflite|into ...]
+     [--board qemu_f767zi] [--keep DIR] [--no-test]
+About 25 s per kind on an idle machine; prints one row per kind and exits 1 if one failed.
 """
 from __future__ import annotations
 
@@ -25,7 +28,7 @@ sys.path.insert(0, str(REPO))
 from msf_pio.pio import bootstrap  # noqa: E402
 
 BIN = Path(sys.executable).parent
-KINDS = ("zoo", "yaml", "onnx", "tflite")
+KINDS = ("zoo", "yaml", "onnx", "tflite", "into")
 
 SPEC = """\
 name: my-net
@@ -55,6 +58,7 @@ def model_of(kind: str, mine: Path) -> str:
         from tests.test_onnx_import import residual_net
         return str(residual_net(mine))
     path = mine / "kws.tflite"           # MLPerf Tiny's keyword spotter, as the docs export it
+                                         # (into: the same file, added to a project of theirs)
     shutil.copyfile(REPO / "docs" / "examples" / "kws.tflite", path)
     return str(path)
 
@@ -73,6 +77,72 @@ def write_npz_weights(spec: Path, npz: Path) -> None:
         if params is not None:
             arrays[f"{layer.name}/w"], arrays[f"{layer.name}/b"] = params.w, params.b
     np.savez(npz, **arrays)
+
+
+EXISTING_INI = """\
+; my firmware, on the board I have
+[env:nucleo_f767zi]
+platform = ststm32
+board = nucleo_f767zi
+framework = stm32cube
+build_flags = -DMY_APP
+"""
+EXISTING_MAIN = "int main(void)\n{\n    for (;;) {\n    }\n}\n"
+# what the user writes once msf-pio is in (init --into's note: call msf_model_run)
+MY_MAIN = """\
+#include <stdint.h>
+
+#include "msf/board.h"
+#include "msf_golden.h"
+#include "msf_model.h"
+
+static int8_t input[MSF_MODEL_INPUT_BYTES], output[MSF_MODEL_OUTPUT_BYTES];
+
+int main(void)
+{
+    msf_board_init();
+    for (int32_t i = 0; i < MSF_MODEL_INPUT_BYTES; i++) {
+        input[i] = msf_golden_input[i];
+    }
+    msf_model_run(input, output);
+    int32_t best = 0;
+    for (int32_t i = 1; i < MSF_MODEL_OUTPUT_BYTES; i++) {
+        best = output[i] > output[best] ? i : best;
+    }
+    msf_board_put_dec("class ", (uint64_t)best);
+    msf_board_put_dec(" of ", MSF_MODEL_OUTPUT_BYTES);
+    msf_board_put_dec(" score ", (uint64_t)(output[best] + 128));
+    msf_board_puts("\\n");
+    msf_board_end_of_run(0);
+    return 0;
+}
+"""
+
+
+def existing_project(project: Path, log: list[str]) -> bool:
+    """A project of the user's before msf-pio: their real board's env, their main.c, their git
+    history."""
+    (project / "src").mkdir(parents=True)
+    (project / "platformio.ini").write_text(EXISTING_INI)
+    (project / "src" / "main.c").write_text(EXISTING_MAIN)
+    (project / ".gitignore").write_text(".pio/\n")
+    return all(sh(["git", *argv], project, log)[0] == 0 for argv in (
+        ["init", "-q"], ["add", "-A"], [*GIT_USER, "commit", "-q", "-m", "my firmware"]))
+
+
+def changed_nothing(project: Path, log: list[str]) -> str:
+    """'' if init --into deleted no line of any committed file, else what it deleted."""
+    sh(["git", "add", "-A"], project, log)
+    code, out = sh(["git", "diff", "--cached", "--numstat"], project, log)
+    deleted = [line for line in out.splitlines()          # "-" deleted: a binary file, new
+               if line.split("\t")[1] != "0" and not line.startswith("-\t-\t")]
+    code, new = sh(["git", "diff", "--cached", "--diff-filter=M", "--name-only", "--",
+                    "src"], project, log)
+    deleted += [f"{name} changed" for name in new.split()]
+    return "; ".join(deleted) if code == 0 else f"git diff exit {code}"
+
+
+GIT_USER = ["-c", "user.name=user", "-c", "user.email=user@example.com"]
 
 
 def sh(argv: list[str], cwd: Path, log: list[str], timeout: float = 1200) -> tuple[int, str]:
@@ -94,12 +164,25 @@ def fresh_project(kind: str, root: Path, board: str, test: bool) -> dict:
     print(f"{kind}:", flush=True)
     model = model_of(kind, mine)
     row["model"] = model if kind == "zoo" else Path(model).name
-    code, out = sh([str(BIN / "msf-pio"), "init", str(project), "--model", model,
-                    "--board", board], root, log)
+    if kind == "into":
+        if not existing_project(project, log):
+            return row | {"log": log}
+        code, out = sh([str(BIN / "msf-pio"), "init", "--into", str(project), "--model", model,
+                        "--board", board], root, log)
+        kept = changed_nothing(project, log)
+        if kept:
+            row["init"] = False
+            log.append(f"init --into deleted lines: {kept}")
+            return row | {"log": log}
+        (project / "src" / "main.c").write_text(MY_MAIN)
+    else:
+        code, out = sh([str(BIN / "msf-pio"), "init", str(project), "--model", model,
+                        "--board", board], root, log)
     row["init"] = code == 0
     if code:
         return row | {"log": log}
-    code, out = sh([str(BIN / "pio"), "run", "-t", "upload"], project, log)
+    env = ["-e", board] if kind == "into" else []      # init's own projects: default_envs
+    code, out = sh([str(BIN / "pio"), "run", *env, "-t", "upload"], project, log)
     line = re.search(r"^class \d+ of \d+ score -?\d+$", out, re.M)
     row["run"] = line[0] if code == 0 and line else f"FAILED (exit {code})"
     if test:
@@ -108,9 +191,8 @@ def fresh_project(kind: str, root: Path, board: str, test: bool) -> dict:
         ok = code == 0 and cases
         row["test"] = f"{cases[2]}/{cases[1]} ok" if ok else f"FAILED (exit {code})"
     git = shutil.which("git")
-    for argv in (["init", "-q"], ["add", "-A"],
-                 ["-c", "user.name=user", "-c", "user.email=user@example.com", "commit", "-q",
-                  "-m", "my model on a microcontroller"]):
+    for argv in ([] if kind == "into" else [["init", "-q"]]) + [
+            ["add", "-A"], [*GIT_USER, "commit", "-q", "-m", "my model on a microcontroller"]]:
         code, _ = sh([git, *argv], project, log)
         if code:
             return row | {"log": log}
