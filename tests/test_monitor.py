@@ -272,6 +272,20 @@ def test_cli_log_file(capsys, logs, tmp_path):
     assert code == 1 and "boot" not in out and out.endswith("2 result(s): 1 not ok\n")
 
 
+def test_cli_in_a_project_takes_the_plan_that_result_ran(capsys, logs, tmp_path, monkeypatch):
+    """Without --plan, in a project: the built plan.json of the env named as the result's board,
+    only when it is the plan the result ran (a rebuilt plan is left out, not checked against)."""
+    good, _ = logs
+    built = tmp_path / ".pio/build/qemu_f767zi/msf_generated"
+    built.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    for plan, used in ((PLAN, True), (dict(PLAN, macs=PLAN["macs"] + 1), False)):
+        (built / "plan.json").write_text(json.dumps(dict(plan, unfused_peak_ram_bytes=99999,
+                                                         unfused_macs=4000000)))
+        code, out, err = run_cli(capsys, "--log", str(good), "--quiet")
+        assert code == 0 and ("99,999 B" in out) == used and ("plan.json" in err) == used
+
+
 def test_cli_malformed_result_line_fails_the_run(capsys, tmp_path):
     """A result line cut short (a reset mid-line) or garbled is named, and beside good lines
     the run still fails: it is not 'all ok'."""

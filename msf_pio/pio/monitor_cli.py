@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from pathlib import Path
 
 from ..errors import MsfError
 from . import monitor
@@ -33,7 +34,9 @@ def add_monitor_command(subparsers) -> None:
                      help="run the command given after '--' and read its output")
     p.add_argument("--baud", type=int, default=115200, help="the serial port's rate, with --port")
     p.add_argument("--plan", metavar="plan.json",
-                   help="also check the CRC and MACs against this plan JSON")
+                   help="also check the CRC and MACs against this plan JSON (default: in a "
+                        "project, .pio/build/BOARD/msf_generated/plan.json when it is the plan "
+                        "the result ran)")
     p.add_argument("--out", metavar="FILE", action="append",
                    help="also write the results to FILE.csv or FILE.json, or draw the last "
                         "result's cycles per edge in FILE.png (repeatable)")
@@ -212,6 +215,23 @@ def _export(records, args, plan) -> None:
             raise MsfError(f"cannot write: {exc.strerror}", source=path) from None
 
 
+def _built_plan(record: dict) -> dict | None:
+    """Run in a project without --plan: the plan.json of the env named as the result's board
+    (init's and the demo's envs are), when it is the plan that result ran (same model, MACs and
+    reference CRC), so the report has the unfused plan and the predicted latency beside it."""
+    path = Path(".pio") / "build" / record["board"] / "msf_generated" / "plan.json"
+    try:
+        plan = monitor.load_plan(path) if path.is_file() else None
+    except MsfError:
+        return None
+    same = plan is not None and (plan.get("model"), plan.get("macs"),
+                                 str(plan.get("reference_crc32")).lower()) == (
+        record["model"], record["macs"], record["crc_ref"].lower())
+    if same:
+        print(f"msf-pio monitor: the plan of {path}", file=sys.stderr)
+    return plan if same else None
+
+
 def cmd_monitor(args) -> int:
     """Read, check, report and export; the exit status as in the module docstring."""
     cmd = _check_args(args)
@@ -230,6 +250,8 @@ def cmd_monitor(args) -> int:
         records, failure = _read_results(source, args, plan, echo)
     finally:
         source.close()
+    if plan is None and records:
+        plan = _built_plan(records[-1])
     if args.json:
         print(json.dumps(monitor.export_rows(records, plan), indent=2))
     else:
