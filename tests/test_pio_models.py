@@ -51,6 +51,11 @@ def emulated_facts(board):
     return board_facts(board, get)
 
 
+def stack_used(line):
+    """The result line's painted stack high-water (codegen/stack.py predicts its bound)."""
+    return int(re.search(r" stack=(\d+) ", line).group(1))
+
+
 def reference_crc(name):
     model = quantized_model(name)
     return f"0x{crc32(run_model(model, seeded_input(model, 0))):08x}"
@@ -77,6 +82,7 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
         assert int(hz) == F_CPU[board]                   # the stood-in part's clock
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
         assert summary["plan"] == "p1:inf"
+        assert stack_used(lines[0]) <= summary["predicted_stack_bytes"], (board, lines[0])
         if (name, board) == ("mbv2-w0.35-paper", "qemu_f767zi"):   # the demo's own build
             assert_demo_output_is_documented(project, board, code, out)
 
@@ -133,6 +139,7 @@ def test_mlperf_tiny_vanilla_and_least_ram_on_the_emulated_m7(core, tmp_path, na
         _, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
         assert status == "ok" and crc == crc_ref == expected_crc, objective
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"], objective
+        assert stack_used(lines[0]) <= summary["predicted_stack_bytes"], objective
         arenas[objective] = int(arena)
         print(f"{name} {objective}: plan {summary['plan']}, arena {arena} B")
     assert arenas["min_ram"] <= arenas["vanilla"]

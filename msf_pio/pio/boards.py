@@ -29,15 +29,20 @@ class BoardFacts:
     cpu_hz: int | None = None       # the core clock the board file sets up
     twin: str | None = None         # the emulated board whose latency profile predicts this one
 
-    def ram_budget(self, io_bytes: int) -> int | None:
+    def stack_for(self, predicted: int | None) -> int:
+        """The stack to keep: the plan's predicted stack, never less than the board's reserve."""
+        return max(self.stack, predicted or 0)
+
+    def ram_budget(self, io_bytes: int, predicted_stack: int | None = None) -> int | None:
         """Arena bytes left once the framework, the stack and the model's I/O buffers are in."""
         if not self.ram:
             return None
-        return self.ram - self.framework_ram - self.stack - io_bytes
+        return self.ram - self.framework_ram - self.stack_for(predicted_stack) - io_bytes
 
-    def ram_breakdown(self, arena: int, io_bytes: int) -> str:
-        total = arena + io_bytes + self.stack + self.framework_ram
-        return (f"arena {arena} B + I/O buffers {io_bytes} B + stack {self.stack} B + "
+    def ram_breakdown(self, arena: int, io_bytes: int, predicted_stack: int | None = None) -> str:
+        stack = self.stack_for(predicted_stack)
+        total = arena + io_bytes + stack + self.framework_ram
+        return (f"arena {arena} B + I/O buffers {io_bytes} B + stack {stack} B + "
                 f"framework {self.framework_ram} B = {total} B")
 
 

@@ -25,6 +25,7 @@ from ..codegen.output import save_atomic
 from .boards import BoardFacts, app_partition, board_facts, c_defines
 
 GENERATED_DIR = "msf_generated"
+STACK_SYMBOL = "__stack_size"       # link_symbols entry sized from the predicted stack
 LIB_NAME = "msf_model"
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 
@@ -145,7 +146,8 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
 def _source_digest() -> str:
     """The generator's own code: a new msf-pio regenerates."""
     h = hashlib.sha256(__version__.encode())
-    for path in sorted(PACKAGE_DIR.rglob("*.py")) + sorted(PACKAGE_DIR.rglob("*.yaml")):
+    for path in sorted(PACKAGE_DIR.rglob("*.py")) + sorted(PACKAGE_DIR.rglob("*.yaml")) + \
+            sorted(PACKAGE_DIR.rglob("*.json")):             # the boards' profiles
         if "/pio/" not in str(path):
             h.update(path.read_bytes())
     return h.hexdigest()
@@ -253,6 +255,7 @@ class _locked:
 
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
+    from ..codegen.stack import predict as predict_stack
     from ..fusion import schemes, solvers
     from ..fusion.graph import build_graph
     from ..fusion.planner import feasible_plan, graph_for
@@ -273,30 +276,49 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         ram_limit = facts.ram_budget(io_bytes)
     step.update(1, "planning")
     graph = graph_for(model, options.objective, ram_limit, options.cost_model)
-    context = f" for {board}" if options.ram_limit is not None else (
-        f" for {board} ({facts.ram} B of RAM less I/O buffers {io_bytes} B, stack {facts.stack} B"
-        f" and framework {facts.framework_ram} B)")
-    plan = feasible_plan(graph, options.objective, options.max_overhead, ram_limit,
-                         context=context, board=facts.twin or board)   # latency
-    if options.cost_model == "paper":      # run the paper's choice, with exact arena sizes
-        exact = {(e.first, e.last): e
-                 for e in build_graph(model, "exact", schemes=("h-cache",)).edges}
-        plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
-                       cost_model="exact")
+
+    def solve(limit, stack_bytes):
+        context = f" for {board}" if options.ram_limit is not None else (
+            f" for {board} ({facts.ram} B of RAM less I/O buffers {io_bytes} B, stack "
+            f"{facts.stack_for(stack_bytes)} B and framework {facts.framework_ram} B)")
+        plan = feasible_plan(graph, options.objective, options.max_overhead, limit,
+                             context=context, board=facts.twin or board)   # latency
+        if options.cost_model == "paper":      # run the paper's choice, with exact arena sizes
+            exact = {(e.first, e.last): e
+                     for e in build_graph(model, "exact", schemes=("h-cache",)).edges}
+            plan = replace(plan, blocks=[exact[(e.first, e.last)] for e in plan.blocks],
+                           cost_model="exact")
+        return plan, predict_stack(model, plan, board)
+
+    plan, stack = solve(ram_limit, None)
+    # auto: the budget keeps the plan's predicted stack where the board's reserve is smaller;
+    # a plan with less arena may take another stack, so plan again until the stack it was
+    # planned for holds it
+    planned_for = None
+    for _ in range(4):
+        if options.ram_limit is not None or stack is None or \
+                facts.stack_for(stack.bytes) <= facts.stack_for(planned_for):
+            break
+        planned_for = stack.bytes
+        ram_limit = facts.ram_budget(io_bytes, planned_for)
+        plan, stack = solve(ram_limit, planned_for)
+    stack_bytes = stack.bytes if stack else None
+    plan.predicted_stack = stack_bytes
     step.update(2, "generating C")
-    sources = generate(model, plan, measure=options.measure)
+    sources = generate(model, plan, measure=options.measure, stack_bytes=stack_bytes)
     weight_bytes = sum(map(layer_weight_bytes, model.layers))
     if facts.flash and weight_bytes > facts.flash:
         where = f"{board}'s {facts.flash_region}" if facts.flash_region else board
         raise InfeasibleBudget(f"the weights need {weight_bytes} B of flash, {where} has "
                        f"{facts.flash} B", source=f"model {model.name}")
-    budget = facts.ram_budget(io_bytes)
+    budget = facts.ram_budget(io_bytes, stack_bytes)
     if budget is not None and plan.peak_ram > budget:
         least = feasible_plan(graph, "min_ram").peak_ram
         fits = (f"the least-RAM plan (min_ram, max_overhead inf) needs an arena of {least} B"
                 if least > budget else "min_ram with custom_msf_ram_limit = auto fits")
         raise InfeasibleBudget(f"{board} has {facts.ram} B of RAM; the {plan.label} plan needs "
-                       f"{facts.ram_breakdown(plan.peak_ram, io_bytes)}; plans that fit have an "
+                       f"{facts.ram_breakdown(plan.peak_ram, io_bytes, stack_bytes)}; plans "
+                       f"that fit have an "
                        f"arena of at most {budget} B ({fits})", source=f"model {model.name}")
     step.update(3, "reference output")
     x = seeded_input(model, 0)
@@ -322,7 +344,10 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "peak_ram_bytes": plan.peak_ram, "macs": plan.macs, "overhead": round(plan.overhead, 4),
         "blocks": [[e.first, e.last, schemes.label(e)] for e in plan.blocks if e.fused],
         "ram_limit": None if ram_limit is None or math.isinf(ram_limit) else int(ram_limit),
-        "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack + facts.framework_ram,
+        "ram_total_bytes": plan.peak_ram + io_bytes + facts.stack_for(stack_bytes) +
+        facts.framework_ram,
+        "predicted_stack_bytes": stack_bytes,                 # codegen/stack.py (None: no
+        "stack_bytes": facts.stack_for(stack_bytes),          # profile) and what is kept
         "board_ram": facts.ram,
         "board_flash": facts.flash, "flash_region": facts.flash_region,
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
@@ -337,6 +362,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     }
     plan_json = {"generator": "Generated by msf-pio", **plan.to_json(),
                  "unfused_peak_ram_bytes": solvers.vanilla(graph).peak_ram,
+                 **({"stack_deepest_edge": stack.edge,
+                     "stack_deepest_path": [list(p) for p in stack.path]} if stack else {}),
                  **{k: summary[k] for k in ("reference_crc32", "board", "f_cpu",
                                             "weight_bytes")}}
     _write_if_changed(root / "plan.json", json.dumps(plan_json, indent=2) + "\n")
@@ -395,6 +422,9 @@ def describe(summary: dict, regenerated: bool, seconds: float) -> str:
     return (f"msf-pio: {summary['model']} {summary['plan']} ({summary['cost_model']}): "
             f"predicted peak RAM {summary['peak_ram_bytes']} B (arena), "
             f"F={summary['overhead']:.3f}, " + _latency_text(summary)
+            + (f"predicted stack {summary['predicted_stack_bytes']} B "
+               f"({summary['stack_bytes']} B kept), " if summary.get("predicted_stack_bytes")
+               else "")
             + f"fusion blocks {blocks}; {what}")
 
 
@@ -445,6 +475,7 @@ def configure(env, lib_builder=None) -> None:
             if "MSF_GENERATED" not in program:
                 print(f"msf-pio: [env:{env_name}] declares no custom_msf_model: board support "
                       "only, no model generated")
+                link_stack(facts, None)
             program["MSF_GENERATED"] = None
             return
         if program.get("MSF_GENERATED"):                 # constructed again in this build
@@ -457,6 +488,7 @@ def configure(env, lib_builder=None) -> None:
             root, summary, regenerated = generate_library(
                 options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
             program["MSF_GENERATED"], program["MSF_PROFILE"] = root, options.profile
+            link_stack(facts, summary.get("predicted_stack_bytes"))
             print(describe(summary, regenerated, time.perf_counter() - start))
     except MsfError as exc:
         print(f"msf-pio: error: {one_line(exc)}")
@@ -528,9 +560,20 @@ def configure_board(env, facts: BoardFacts) -> None:
         if value:
             board.update(key, value)
     program.AppendUnique(LINKFLAGS=[f"-Wl,--defsym,{name}={value}"
-                                    for name, value in facts.link_symbols.items()])
+                                    for name, value in facts.link_symbols.items()
+                                    if name != STACK_SYMBOL])
     if facts.rom_length and "freedom-e-sdk" in frameworks:
         program.Replace(LDSCRIPT_PATH=_freedom_ldscript(env, facts.rom_length))
+
+
+def link_stack(facts: BoardFacts, predicted: int | None) -> None:
+    """The stack segment a linker script sizes from a symbol (freedom-e-sdk's __stack_size):
+    the board's reserve, or the plan's predicted stack where larger (16-byte aligned)."""
+    if STACK_SYMBOL not in facts.link_symbols:
+        return
+    from SCons.Script import DefaultEnvironment  # pylint: disable=import-error
+    size = max(int(str(facts.link_symbols[STACK_SYMBOL]), 0), -(-(predicted or 0) // 16) * 16)
+    DefaultEnvironment().AppendUnique(LINKFLAGS=[f"-Wl,--defsym,{STACK_SYMBOL}={size:#x}"])
 
 
 def _freedom_ldscript(env, rom_length: int) -> str:

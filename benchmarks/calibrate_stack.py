@@ -1,0 +1,197 @@
+"""Calibrates the stack predictor (msf_pio/codegen/stack.py): per board, the call graph and
+frames of the firmwares msf-pio ships, as PlatformIO compiles and links them for it.
+
+For every board, the demo project is built through PlatformIO with -fcallgraph-info=su in a few
+firmware variants: the demo (streamed output through its check callback, arena measuring), the
+demo with a streamed input and a whole output, its `pio test` harness, and the `msf-pio init`
+main.c. GCC's call graphs give the frames and calls of everything compiled (runtime, board
+file, generated model, main); the linked firmware's disassembly gives the rest (the C library's
+start-up and mem* functions, libgcc); msf_pio/pio/stack_graph.py joins them. The variants'
+graphs are merged (largest frame, every call) and stored with the library's compile flags in
+msf_pio/codegen/stack_profiles.json; tests/test_stack.py compiles the runtime again with
+those flags and fails when the stored frames or calls are stale.
+
+Run: python benchmarks/calibrate_stack.py [--boards a,b] [--jobs 2]     (~1 min per board)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shlex
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from msf_pio.codegen import stack  # noqa: E402
+from msf_pio.pio import bootstrap, stack_graph  # noqa: E402
+from msf_pio.pio.project import make_project, pio  # noqa: E402
+
+BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
+MANIFESTS = REPO / "msf_pio" / "pio" / "platform" / "boards"
+TEMPLATE_MAIN = REPO / "msf_pio" / "pio" / "template" / "main.c"
+MODEL = "tiny"      # the runtime's frames do not depend on the model; the generated entry's
+                    # do not either (a straight sequence of calls): the smallest model builds fast
+VARIANTS = {        # name -> (custom_msf_* options, main.c or None for the demo's, pio test)
+    "demo": ({"output": "stream", "input": "buffer"}, None, False),
+    "demo-stream-input": ({"output": "buffer", "input": "stream"}, None, False),
+    "demo-test": ({"output": "stream", "input": "buffer"}, None, True),
+    "init-main": ({"output": "buffer", "input": "buffer", "measure": "no"}, TEMPLATE_MAIN,
+                  False),
+}
+ARCH = {   # objdump, stack alignment (the ABI's), interrupts: handler -> hardware frame bytes,
+           # fault handlers (a fault ends the run: never on top of a measured stack)
+    "arm": ("arm-none-eabi-objdump", 8,
+            # Cortex-M4F/M7 with the FPU on (the C start-up writes FPSCR): the extended frame,
+            # 26 words, plus 4 bytes of alignment
+            {"arm_systick_isr": 108},
+            ("arm_hardfault_isr", "msf_qemu_arm_hardfault")),
+    "riscv": ("riscv64-unknown-elf-objdump", 16, {}, ("trap",)),
+    "xtensa": ("xtensa-lx106-elf-objdump", 16, {}, ("msf_qemu_xtensa_exception",)),
+}
+RUNTIME = REPO / "library" / "src"
+
+
+def unit_of(path: str) -> str:
+    """The predictor's unit of a runtime source file: kernels/<op>_s8.c -> op, the line-buffer
+    and channel-split executors; "" for what every edge runs."""
+    p = Path(path)
+    if p.parent.name == "kernels" and p.name.endswith("_s8.c") and p.name != "requant_s8.c":
+        return p.name[:-len("_s8.c")]
+    return {"line_buffer.c": "line-buffer", "channel_split.c": "channel-split"}.get(p.name, "")
+
+
+def build_variant(core, tmp: Path, board: str, variant: str):
+    options, main, test = VARIANTS[variant]
+    project = make_project(tmp / f"{board}-{variant}", model=MODEL, **options)
+    if main:
+        (project / "src" / "main.c").write_text(main.read_text())
+    ini = project / "platformio.ini"
+    ini.write_text(ini.read_text() + "\n[env]\nbuild_flags = -fcallgraph-info=su\n")
+    args = (["test", "-e", board, "--without-uploading", "--without-testing"] if test
+            else ["run", "-e", board])
+    code, out = pio(core, project, *args)
+    if code:
+        raise RuntimeError(f"{board} {variant}: build failed\n{out[-2000:]}")
+    return project
+
+
+def library_flags(core, project: Path, board: str) -> tuple[str, list[str]]:
+    """The compiler and the flags PlatformIO gives the library's sources
+    (compile_commands.json), less outputs, the build's own include paths and the call-graph
+    flags added here; include paths inside this repository are kept, as {repo}/..."""
+    code, out = pio(core, project, "run", "-e", board, "-t", "compiledb")
+    if code:
+        raise RuntimeError(out[-2000:])
+    commands = json.loads((project / "compile_commands.json").read_text())
+    entry = next(c for c in commands if c["file"].endswith("library/src/executor.c"))
+    args = entry.get("arguments") or shlex.split(entry["command"])
+    flags, skip = [], False
+    for a in args[1:]:
+        if skip:
+            skip = False
+        elif a in ("-o", "-c"):
+            skip = a == "-o"
+        elif a.startswith("-I"):
+            path = Path(a[2:])
+            if path.is_absolute() and REPO in path.parents and "library" not in path.parts:
+                flags.append("-I{repo}/" + str(path.relative_to(REPO)))
+        elif a.startswith(("-fcallgraph-info", "-fstack-usage", "-DPLATFORMIO=")) or \
+                a == entry["file"]:
+            continue
+        else:
+            flags.append(a)
+    return Path(args[0]).name, flags
+
+
+def entry_function(elf: Path, arch: str, linked: dict) -> str:
+    """The function holding the ELF's entry point (reset)."""
+    readelf = ARCH[arch][0].replace("objdump", "readelf")
+    header = subprocess.run([readelf, "-h", str(elf)], capture_output=True, text=True,
+                            check=True).stdout
+    entry = int(re.search(r"Entry point address:\s+(0x[0-9a-f]+)", header).group(1), 16)
+    nm = subprocess.run([ARCH[arch][0].replace("objdump", "nm"), "-n", str(elf)],
+                        capture_output=True, text=True, check=True).stdout
+    best = None
+    for line in nm.splitlines():
+        parts = line.split()
+        if len(parts) == 3 and parts[1] in "tTW" and parts[2] in linked:
+            addr = int(parts[0], 16) & ~1
+            if addr <= entry and (best is None or addr >= best[0]):
+                best = (addr, parts[2])
+    return best[1]
+
+
+def board_graph(project: Path, board: str, arch: str):
+    build = project / ".pio" / "build" / board
+    graph = stack_graph.read_callgraph(sorted(build.rglob("*.ci")))
+    for fn in graph.values():
+        fn.unit = unit_of(fn.unit) if str(RUNTIME) in fn.unit else ""
+    objdump, _, interrupts, faults = ARCH[arch]
+    linked = stack_graph.disassembled_functions(build / "firmware.elf", objdump, arch)
+    entry = entry_function(build / "firmware.elf", arch, linked)
+    full = stack_graph.complete(graph, linked, [entry, *interrupts], vectors=faults)
+    return entry, full
+
+
+def calibrate(core, tmp: Path, board: str, jobs: int) -> dict:
+    manifest = json.loads((MANIFESTS / f"{board}.json").read_text())
+    arch = manifest["build"]["arch"]
+    with ThreadPoolExecutor(jobs) as pool:
+        projects = dict(zip(VARIANTS, pool.map(lambda v: build_variant(core, tmp, board, v),
+                                               VARIANTS)))
+    graphs, entries = [], set()
+    for variant, project in projects.items():
+        entry, graph = board_graph(project, board, arch)
+        entries.add(entry)
+        graphs.append(graph)
+    if len(entries) != 1:
+        raise RuntimeError(f"{board}: the variants start in different functions {entries}")
+    merged = stack_graph.merge(graphs)
+    stack_graph.check_acyclic(merged)
+    compiler, flags = library_flags(core, projects["demo"], board)
+    version = subprocess.run([compiler, "--version"], capture_output=True,
+                             text=True).stdout.split("\n")[0]
+    _, align, interrupts, _ = ARCH[arch]
+    return {
+        "compiler": compiler,
+        "version": version,
+        "cflags": flags,
+        "stack_align": align,
+        "entry": entries.pop(),
+        "interrupts": interrupts,
+        "functions": {name: {"frame": fn.frame, "calls": sorted(fn.calls),
+                             **({"dynamic": True} if fn.dynamic else {}),
+                             **({"unit": fn.unit} if fn.unit else {})}
+                      for name, fn in sorted(merged.items())},
+    }
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--boards", default=",".join(BOARDS))
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--keep", help="build in this folder and keep it")
+    args = ap.parse_args(argv)
+    profiles = json.loads(stack.PROFILES.read_text()) if stack.PROFILES.is_file() else {}
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(args.keep or scratch)
+        core = str(tmp / "core")
+        bootstrap.install_tool_scons(core, log=lambda _m: None)
+        for board in args.boards.split(","):
+            profiles[board] = calibrate(core, tmp, board, args.jobs)
+            fns = profiles[board]["functions"]
+            print(f"{board}: {len(fns)} functions, entry {profiles[board]['entry']}, "
+                  f"largest frame {max(f['frame'] for f in fns.values())} B", flush=True)
+    stack.PROFILES.write_text(stack.dump_profiles(profiles))
+    print(f"wrote {stack.PROFILES.relative_to(REPO)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

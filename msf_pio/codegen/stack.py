@@ -1,0 +1,160 @@
+"""The stack a plan's firmware needs: the deepest call path through the runtime for the plan's
+edges, below the firmware's own frames (start-up, main, the board's probes), plus what an
+interrupt stacks on top.
+
+Per board, stack_profiles.json (beside this file; benchmarks/calibrate_stack.py measures it)
+holds the call graph of the firmwares msf-pio ships (the demo, its `pio test` harness, the
+`msf-pio init` main.c) as compiled and linked for that board: every function's frame and its
+callees (msf_pio/pio/stack_graph.py). An edge runs only the kernels of its layers' ops and its
+scheme's executor: a function of library/src/kernels/<op>_s8.c, line_buffer.c or
+channel_split.c (its profile `unit`) counts only for the edges that use it. The executors'
+variable-length arrays (one slot per layer of the block) are bounded here from the block's
+layer count, as the C declares them (VLAS). Not covered: a firmware of the user's own deeper
+than the shipped ones, and its own interrupt handlers.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from ..model import ir
+from .generate import block_shape
+
+PROFILES = Path(__file__).with_name("stack_profiles.json")
+INDIRECT = "__indirect_call"
+
+# The kernel file (library/src/kernels/<unit>_s8.c) that runs each op.
+OP_UNITS = {
+    ir.CONV: "conv2d", ir.DEPTHWISE: "depthwise_conv2d", ir.ADD: "add", ir.CONCAT: "concat",
+    ir.MAX_POOL: "pool", ir.AVG_POOL: "pool", ir.GLOBAL_AVGPOOL: "pool", ir.DENSE: "dense",
+    ir.SOFTMAX: "softmax", ir.HARD_SWISH: "activation", ir.LEAKY_RELU: "activation",
+    ir.LOGISTIC: "activation", ir.PRELU: "activation",
+}
+SCHEME_UNITS = {"line-buffer": "line-buffer", "channel-split": "channel-split"}
+VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and four int32
+
+# Variable-length arrays per function, as library/src declares them: the schemes whose edges
+# allocate them and, from the block's n, the byte size of each array (GCC rounds each up to the
+# stack alignment). msf_run_edge declares its arrays after handing line-buffer, channel-split
+# and single-layer head edges to their executors.
+VLAS = {
+    "msf_run_edge": (("h-cache", "tiles"), lambda n: [
+        VIEW * (n + 1), VIEW * 2 * n, 4 * (n + 1), 4 * (n + 1), 4 * (n + 1), 4 * n, 4 * n]),
+    "msf_run_line_buffer": (("line-buffer",), lambda n: [
+        VIEW * (n + 1), VIEW * 2 * n, 4 * n, 4 * (n + 1), 4 * n, 4 * n, 4 * n]),
+}
+
+
+@dataclass(frozen=True)
+class StackPrediction:
+    bytes: int                  # the deepest stack: thread path + the worst interrupt
+    path: tuple                 # (function, frame bytes) from the firmware's entry down
+    interrupt: int              # bytes of the worst interrupt on top of it (hardware frame too)
+    edge: int                   # the plan edge whose kernels make the deepest path
+
+    def describe(self) -> str:
+        deepest = max(self.path, key=lambda p: p[1])
+        return (f"predicted stack {self.bytes} B (deepest in edge {self.edge}: "
+                f"{len(self.path)} frames, the largest {deepest[0]} {deepest[1]} B"
+                + (f", interrupts {self.interrupt} B" if self.interrupt else "") + ")")
+
+
+@lru_cache(maxsize=None)
+def _profiles() -> dict:
+    return json.loads(PROFILES.read_text()) if PROFILES.is_file() else {}
+
+
+def boards() -> list[str]:
+    return sorted(_profiles())
+
+
+def profile(board: str) -> dict | None:
+    return _profiles().get(board)
+
+
+def _round(size: int, align: int) -> int:
+    return -(-size // align) * align
+
+
+def edge_units(model, e) -> frozenset:
+    """The runtime units edge e runs: its layers' kernels and its scheme's executor. An op with
+    no known kernel file makes every unit count."""
+    units = {OP_UNITS.get(model.layers[l].op, "*") for l in range(e.first, e.last + 1)}
+    if e.scheme in SCHEME_UNITS:
+        units.add(SCHEME_UNITS[e.scheme])
+    return frozenset(units)
+
+
+class _Graph:
+    def __init__(self, prof: dict):
+        self.functions = prof["functions"]
+        self.align = int(prof["stack_align"])
+        self.entry = prof["entry"]
+        self.interrupts = prof.get("interrupts", {})
+
+    @lru_cache(maxsize=None)
+    def deepest(self, name: str, units: frozenset, scheme: str, n: int) -> tuple[int, tuple]:
+        """(bytes, path) of the deepest call path from `name` for an edge of these units."""
+        fn = self.functions[name]
+        frame = fn["frame"]
+        if name in VLAS and scheme in VLAS[name][0]:
+            frame += sum(_round(b, self.align) for b in VLAS[name][1](n))
+        elif fn.get("dynamic") and name in VLAS:
+            pass                                # declared after this scheme's return
+        elif fn.get("dynamic"):
+            raise ValueError(f"{name} has a dynamic frame the predictor cannot bound")
+        best, via = 0, ()
+        for callee in fn["calls"]:
+            unit = self.functions[callee].get("unit", "")
+            if unit and "*" not in units and unit not in units:
+                continue                        # another op's kernel or another scheme
+            d, p = self.deepest(callee, units, scheme, n)
+            if d > best:
+                best, via = d, p
+        return frame + best, ((name, frame),) + via
+
+    def interrupt(self) -> int:
+        return max((hw + self.deepest(isr, frozenset({"*"}), "", 0)[0]
+                    for isr, hw in self.interrupts.items()), default=0)
+
+
+@lru_cache(maxsize=None)
+def _graph(board: str) -> _Graph | None:
+    prof = profile(board)
+    return _Graph(prof) if prof else None
+
+
+def predict(model, plan, board: str) -> StackPrediction | None:
+    """The plan's stack on `board`, or None for a board with no stack profile."""
+    graph = _graph(board)
+    if graph is None or not plan.blocks:
+        return None
+    worst = None
+    for k, e in enumerate(plan.blocks):
+        n, _ = block_shape(model, e)
+        depth, path = graph.deepest(graph.entry, edge_units(model, e), e.scheme, n)
+        if worst is None or depth > worst[0]:
+            worst = (depth, path, k)
+    irq = graph.interrupt()
+    return StackPrediction(worst[0] + irq, worst[1], irq, worst[2])
+
+
+def dump_profiles(profiles: dict) -> str:
+    """stack_profiles.json's text: one line per function, so a recalibration diffs by
+    function."""
+    lines = ["{"]
+    for b, (board, prof) in enumerate(sorted(profiles.items())):
+        lines.append(f"  {json.dumps(board)}: {{")
+        for key in ("compiler", "version", "cflags", "stack_align", "entry", "interrupts"):
+            lines.append(f"    {json.dumps(key)}: {json.dumps(prof[key])},")
+        lines.append('    "functions": {')
+        fns = sorted(prof["functions"].items())
+        for i, (name, fn) in enumerate(fns):
+            lines.append(f"      {json.dumps(name)}: {json.dumps(fn)}"
+                         + ("," if i < len(fns) - 1 else ""))
+        lines.append("    }")
+        lines.append("  }" + ("," if b < len(profiles) - 1 else ""))
+    lines.append("}")
+    return "\n".join(lines) + "\n"

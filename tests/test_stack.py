@@ -1,0 +1,169 @@
+"""The stack predictor (msf_pio/codegen/stack.py): its stored per-board call graphs are those the
+board's compiler gives the runtime today, a plan's prediction follows the kernels its edges run,
+and `custom_msf_ram_limit = auto` budgets the predicted stack where the board's reserve is
+smaller. (Measured <= predicted on the emulated boards: tests/test_pio_models.py and
+benchmarks/stack_boards.py.)"""
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from msf_pio.codegen import stack
+from msf_pio.codegen.generate import generate
+from msf_pio.errors import MsfError
+from msf_pio.fusion.planner import plan_model
+from msf_pio.model import ir, load_model
+from msf_pio.pio import integration, stack_graph
+from msf_pio.pio.boards import BoardFacts
+from msf_pio.pio.golden import golden_sources
+from msf_pio.verify import quantized_model
+
+REPO = Path(__file__).resolve().parents[1]
+LIBRARY = REPO / "library"
+DEMO_MAIN = REPO / "examples" / "msf_demo" / "src" / "main.c"
+
+
+def _fresh_graph(board: str, tmp: Path) -> dict:
+    """The runtime, the board files and the demo's main.c compiled again with the flags the
+    profile was calibrated with, as GCC's call graphs."""
+    prof = stack.profile(board)
+    compiler = shutil.which(prof["compiler"])
+    if compiler is None:
+        pytest.skip(f"{prof['compiler']} not installed (scripts/setup.sh installs it)")
+    model = replace(quantized_model("tiny"), stream_output=True)
+    plan, _ = plan_model(model)
+    gen = tmp / "gen"
+    gen.mkdir()
+    (gen / "msf_model.h").write_text(generate(model, plan, measure=True).header)
+    (gen / "msf_golden.h").write_text(golden_sources(np.zeros(768, np.int8),
+                                                     np.zeros(4, np.int8), board, 0)[0])
+    flags = [f.replace("{repo}", str(REPO)) for f in prof["cflags"]]
+    sources = sorted((LIBRARY / "src").rglob("*.c")) + [DEMO_MAIN]
+    procs = []
+    for i, src in enumerate(sources):
+        out = tmp / f"{i}-{src.stem}.o"
+        procs.append(subprocess.Popen(
+            [compiler, *flags, f"-I{LIBRARY / 'include'}", f"-I{LIBRARY / 'src'}", f"-I{gen}",
+             "-fcallgraph-info=su", "-c", str(src), "-o", str(out)],
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    for p, src in zip(procs, sources):
+        assert p.wait() == 0, f"{src}: {p.stdout.read()}"
+    return stack_graph.read_callgraph(sorted(tmp.glob("*.ci")))
+
+
+@pytest.mark.parametrize("board", stack.boards())
+def test_stored_frames_and_calls_are_the_compilers(board, tmp_path):
+    """Every function of the runtime, the board files and the demo's main in the board's
+    profile has the frame and the calls the board's compiler gives it now: a change to the C
+    without `python benchmarks/calibrate_stack.py` fails here."""
+    stored = stack.profile(board)["functions"]
+    fresh = _fresh_graph(board, tmp_path)
+    stale = []
+    for name, fn in sorted(stored.items()):
+        if name not in fresh:
+            continue
+        now = fresh[name]
+        calls = {c for c in now.calls if c in stored or c in fresh}
+        if str(LIBRARY) in now.unit:       # the runtime and board files: exactly as stored
+            same = now.frame == fn["frame"] and calls == set(fn["calls"])
+        else:                              # main: the profile merges the shipped firmwares
+            same = now.frame <= fn["frame"] and calls <= set(fn["calls"])
+        if not same:
+            stale.append(f"{name}: frame {fn['frame']} -> {now.frame}, calls "
+                         f"{sorted(set(fn['calls']) ^ calls)} differ")
+    assert not stale, (f"{board}'s stack profile is stale (python benchmarks/"
+                       f"calibrate_stack.py --boards {board}):\n" + "\n".join(stale))
+
+
+def test_every_op_has_its_kernel_file():
+    for op in ir.ALL_OPS:
+        unit = stack.OP_UNITS[op]
+        assert (LIBRARY / "src" / "kernels" / f"{unit}_s8.c").is_file(), op
+
+
+def test_profiles_are_acyclic_and_bounded():
+    for board in stack.boards():
+        prof = stack.profile(board)
+        graph = {n: stack_graph.Function(f["frame"], set(f["calls"])) for n, f in
+                 prof["functions"].items()}
+        stack_graph.check_acyclic(graph)
+        dynamic = {n for n, f in prof["functions"].items() if f.get("dynamic")}
+        assert dynamic <= set(stack.VLAS), (board, dynamic)
+        assert all(c in graph for f in graph.values() for c in f.calls), board
+
+
+def _plan(name, objective="min_ram", **model_opts):
+    model = replace(load_model(name), **model_opts)
+    plan, _ = plan_model(model, objective)
+    return model, plan
+
+
+def test_prediction_follows_the_kernels_of_the_plan():
+    """On the Cortex-M7 the conv kernels keep a 2 KB gather scratch on the stack: a model with
+    convolutions predicts it on its deepest path, the dense autoencoder does not (its edges
+    run dense kernels only), and the prediction is the deepest path's frames plus the worst
+    interrupt."""
+    board = "qemu_f767zi"
+    if board not in stack.boards():
+        pytest.skip("no profile")
+    functions = stack.profile(board)["functions"]
+    conv = stack.predict(*_plan("tiny"), board)
+    dense = stack.predict(*_plan("mlperf-tiny-ad"), board)
+    assert any(functions[f].get("unit") == "conv2d" and b > 2048 for f, b in conv.path)
+    assert not any(functions[f].get("unit") == "conv2d" for f, _ in dense.path)
+    assert dense.bytes < conv.bytes - 2048
+    for p in (conv, dense):
+        assert p.path[0][0] == stack.profile(board)["entry"]
+        assert p.bytes == sum(b for _, b in p.path) + p.interrupt
+        assert p.interrupt == 108                 # SysTick over the FPU's extended frame
+
+
+def test_the_executors_arrays_grow_with_the_block():
+    """msf_run_edge's variable-length arrays take a slot per layer of the block: the same
+    H-cache executor path is deeper for a block of more layers, by the arrays' bytes."""
+    board = stack.boards()[0]
+    graph = stack._graph(board)
+    units = frozenset({"conv2d"})
+    short, _ = graph.deepest("msf_run_edge", units, "h-cache", 2)
+    long, _ = graph.deepest("msf_run_edge", units, "h-cache", 12)
+    align = graph.align
+    sizes = lambda n: sum(stack._round(b, align) for b in stack.VLAS["msf_run_edge"][1](n))
+    assert long - short == sizes(12) - sizes(2) >= 10 * 80
+    # a line-buffer edge leaves msf_run_edge before its arrays: only the line buffer's count
+    _, path = graph.deepest("msf_run_edge", units | {"line-buffer"}, "line-buffer", 12)
+    frames = dict(path)
+    static = stack.profile(board)["functions"]
+    assert frames["msf_run_edge"] == static["msf_run_edge"]["frame"]
+    lb = sum(stack._round(b, align) for b in stack.VLAS["msf_run_line_buffer"][1](12))
+    assert frames["msf_run_line_buffer"] == static["msf_run_line_buffer"]["frame"] + lb
+
+
+def _facts(board, ram, stack_reserve):
+    return BoardFacts(board=board, flash=None, ram=ram, framework_ram=700, stack=stack_reserve)
+
+
+def test_auto_budget_keeps_the_predicted_stack(tmp_path):
+    """A board whose fixed reserve is below the plan's predicted stack: `auto` budgets the
+    prediction instead (the plan, the summary and the header say so), and the budget error
+    names it."""
+    board = "qemu_f767zi"
+    if board not in stack.boards():
+        pytest.skip("no profile")
+    opts = integration.Options("tiny", "min_ram", float("inf"), None, "exact", "stream")
+    facts = _facts(board, 16_384, 1024)
+    summary = integration._generate(opts, tmp_path / "a", facts, 216_000_000)
+    predicted = summary["predicted_stack_bytes"]
+    assert predicted > 2048 and summary["stack_bytes"] == predicted
+    assert summary["ram_total_bytes"] == summary["peak_ram_bytes"] + predicted + 700 + 0
+    header = (tmp_path / "a" / "msf_model" / "include" / "msf_model.h").read_text()
+    assert f"#define MSF_MODEL_STACK_PREDICTED {predicted} " in header
+    # a reserve above the prediction is kept as it is
+    roomy = integration._generate(opts, tmp_path / "b", _facts(board, 16_384, 8192),
+                                  216_000_000)
+    assert roomy["stack_bytes"] == 8192 and roomy["predicted_stack_bytes"] == predicted
+    # too little RAM once the predicted stack is in: the error counts it
+    with pytest.raises(MsfError, match=rf"stack {predicted} B"):
+        integration._generate(opts, tmp_path / "c", _facts(board, 4_900, 1024), 216_000_000)
