@@ -44,16 +44,27 @@ VARIANTS = {        # name -> (custom_msf_* options, main.c or None for the demo
     "init-main": ({"output": "buffer", "input": "buffer", "measure": "no"}, TEMPLATE_MAIN,
                   False),
 }
-ARCH = {   # objdump, stack alignment (the ABI's), interrupts: handler -> hardware frame bytes,
-           # fault handlers (a fault ends the run: never on top of a measured stack)
-    "arm": ("arm-none-eabi-objdump", 8,
-            # Cortex-M4F/M7 with the FPU on (the C start-up writes FPSCR): the extended frame,
-            # 26 words, plus 4 bytes of alignment
-            {"arm_systick_isr": 108},
-            ("arm_hardfault_isr", "msf_qemu_arm_hardfault")),
-    "riscv": ("riscv64-unknown-elf-objdump", 16, {}, ("trap",)),
-    "xtensa": ("xtensa-lx106-elf-objdump", 16, {}, ("msf_qemu_xtensa_exception",)),
+ARCH = {   # objdump, stack alignment (the ABI's)
+    "arm": ("arm-none-eabi-objdump", 8),
+    "riscv": ("riscv64-unknown-elf-objdump", 16),
+    "xtensa": ("xtensa-lx106-elf-objdump", 16),
 }
+# Cortex-M4F/M7 with the FPU on (the C start-up enables it): an exception stacks the extended
+# frame, 26 words, plus 4 bytes of alignment
+FPU_FRAME = 108
+# per framework: the interrupts the firmware enables (handler -> the bytes the hardware stacks
+# before it) and its fault handlers (a fault ends the run: never on top of a measured stack)
+FRAMEWORKS = {
+    "qemu-arm": ({"arm_systick_isr": FPU_FRAME}, ("arm_hardfault_isr", "msf_qemu_arm_hardfault")),
+    "qemu-riscv": ({}, ("trap",)),
+    "qemu-xtensa": ({}, ("msf_qemu_xtensa_exception",)),
+    "stm32cube": ({"SysTick_Handler": FPU_FRAME}, ("HardFault_Handler", "Default_Handler")),
+    "freedom-e-sdk": ({}, ()),
+}
+# real boards (scripts/real_boards.py lays out their platforms offline): arch, framework
+REAL = {"nucleo_f767zi": ("arm", "stm32cube"), "disco_f746ng": ("arm", "stm32cube"),
+        "nucleo_f412zg": ("arm", "stm32cube"), "hifive1-revb": ("riscv", "freedom-e-sdk")}
+VECTOR = re.compile(r"(_Handler|_IRQHandler|_handler)$")   # exception vectors, not callbacks
 RUNTIME = REPO / "library" / "src"
 
 
@@ -66,9 +77,16 @@ def unit_of(path: str) -> str:
     return {"line_buffer.c": "line-buffer", "channel_split.c": "channel-split"}.get(p.name, "")
 
 
-def build_variant(core, tmp: Path, board: str, variant: str):
+def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | None):
     options, main, test = VARIANTS[variant]
     project = make_project(tmp / f"{board}-{variant}", model=MODEL, **options)
+    if packages:              # a real board: its platform and framework laid out offline
+        sys.path.insert(0, str(REPO / "scripts"))
+        import real_boards
+        (project / "msf_offline.ini").write_text(real_boards.offline_ini(packages, tmp))
+        text = (project / "platformio.ini").read_text()
+        (project / "platformio.ini").write_text(text.replace(
+            "[platformio]\n", "[platformio]\nextra_configs = msf_offline.ini\n", 1))
     if main:
         (project / "src" / "main.c").write_text(main.read_text())
     ini = project / "platformio.ini"
@@ -109,6 +127,13 @@ def library_flags(core, project: Path, board: str) -> tuple[str, list[str]]:
     return Path(args[0]).name, flags
 
 
+def arch_and_framework(board: str) -> tuple[str, str]:
+    if board in REAL:
+        return REAL[board]
+    arch = json.loads((MANIFESTS / f"{board}.json").read_text())["build"]["arch"]
+    return arch, f"qemu-{arch}"
+
+
 def entry_function(elf: Path, arch: str, linked: dict) -> str:
     """The function holding the ELF's entry point (reset)."""
     readelf = ARCH[arch][0].replace("objdump", "readelf")
@@ -127,27 +152,29 @@ def entry_function(elf: Path, arch: str, linked: dict) -> str:
     return best[1]
 
 
-def board_graph(project: Path, board: str, arch: str):
+def board_graph(project: Path, board: str):
+    arch, framework = arch_and_framework(board)
     build = project / ".pio" / "build" / board
     graph = stack_graph.read_callgraph(sorted(build.rglob("*.ci")))
     for fn in graph.values():
         fn.unit = unit_of(fn.unit) if str(RUNTIME) in fn.unit else ""
-    objdump, _, interrupts, faults = ARCH[arch]
-    linked = stack_graph.disassembled_functions(build / "firmware.elf", objdump, arch)
+    interrupts, faults = FRAMEWORKS[framework]
+    linked = stack_graph.disassembled_functions(build / "firmware.elf", ARCH[arch][0], arch)
     entry = entry_function(build / "firmware.elf", arch, linked)
-    full = stack_graph.complete(graph, linked, [entry, *interrupts], vectors=faults)
+    vectors = tuple(faults) + tuple(n for n in linked if VECTOR.search(n))
+    full = stack_graph.complete(graph, linked, [entry, *interrupts], vectors=vectors)
     return entry, full
 
 
-def calibrate(core, tmp: Path, board: str, jobs: int) -> dict:
-    manifest = json.loads((MANIFESTS / f"{board}.json").read_text())
-    arch = manifest["build"]["arch"]
+def calibrate(core, tmp: Path, board: str, jobs: int, packages: Path | None = None) -> dict:
+    arch, framework = arch_and_framework(board)
     with ThreadPoolExecutor(jobs) as pool:
-        projects = dict(zip(VARIANTS, pool.map(lambda v: build_variant(core, tmp, board, v),
-                                               VARIANTS)))
+        projects = dict(zip(VARIANTS, pool.map(
+            lambda v: build_variant(core, tmp, board, v, packages if board in REAL else None),
+            VARIANTS)))
     graphs, entries = [], set()
     for variant, project in projects.items():
-        entry, graph = board_graph(project, board, arch)
+        entry, graph = board_graph(project, board)
         entries.add(entry)
         graphs.append(graph)
     if len(entries) != 1:
@@ -157,8 +184,9 @@ def calibrate(core, tmp: Path, board: str, jobs: int) -> dict:
     compiler, flags = library_flags(core, projects["demo"], board)
     version = subprocess.run([compiler, "--version"], capture_output=True,
                              text=True).stdout.split("\n")[0]
-    _, align, interrupts, _ = ARCH[arch]
+    align, interrupts = ARCH[arch][1], FRAMEWORKS[framework][0]
     return {
+        "framework": framework,
         "compiler": compiler,
         "version": version,
         "cflags": flags,
@@ -177,6 +205,9 @@ def main(argv=None) -> int:
     ap.add_argument("--boards", default=",".join(BOARDS))
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", help="build in this folder and keep it")
+    ap.add_argument("--real", metavar="PACKAGES", type=Path,
+                    help="also the real boards' envs, from the packages scripts/real_boards.py "
+                         f"lays out ({', '.join(REAL)} with --boards)")
     args = ap.parse_args(argv)
     profiles = json.loads(stack.PROFILES.read_text()) if stack.PROFILES.is_file() else {}
     with tempfile.TemporaryDirectory() as scratch:
@@ -184,7 +215,9 @@ def main(argv=None) -> int:
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         for board in args.boards.split(","):
-            profiles[board] = calibrate(core, tmp, board, args.jobs)
+            if board in REAL and not args.real:
+                raise SystemExit(f"{board}: a real board needs --real PACKAGES")
+            profiles[board] = calibrate(core, tmp, board, args.jobs, args.real)
             fns = profiles[board]["functions"]
             print(f"{board}: {len(fns)} functions, entry {profiles[board]['entry']}, "
                   f"largest frame {max(f['frame'] for f in fns.values())} B", flush=True)

@@ -40,8 +40,10 @@ def build_and_run(core, tmp: Path, name: str, board: str, label: str):
     return run(core, project, board)
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def run_grid(argv, description: str, build_and_run) -> list:
+    """Every (model, board, plan) of the command line's --models/--boards/--plans through
+    `build_and_run(core, tmp, model, board, plan)`, --jobs at a time: [(job, its result)]."""
+    ap = argparse.ArgumentParser(description=description)
     ap.add_argument("--boards", default=",".join(BOARDS))
     ap.add_argument("--models", default=",".join(zoo.zoo_names()))
     ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
@@ -54,7 +56,11 @@ def main(argv=None) -> int:
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda j: (j, build_and_run(core, tmp, *j)), jobs))
+            return list(pool.map(lambda j: (j, build_and_run(core, tmp, *j)), jobs))
+
+
+def main(argv=None) -> int:
+    results = run_grid(argv, __doc__.splitlines()[0], build_and_run)
     print("| model | board | plan | arena B | MACs | measured instructions | predicted | "
           "pred / meas |")
     print("|---|---|---|---:|---:|---:|---:|---:|")

@@ -18,23 +18,18 @@ Run: python benchmarks/stack_boards.py [--boards a,b] [--models a,b] [--plans va
 """
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import sys
-import tempfile
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernel_instructions import PLANS, run  # noqa: E402
+from latency_boards import run_grid  # noqa: E402
 from msf_pio.codegen import stack  # noqa: E402
-from msf_pio.model import zoo  # noqa: E402
-from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.pio.project import make_project  # noqa: E402
 
-BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 SU_LINE = re.compile(r"^\S+:(\d+):(\d+):(\S+)\t(\d+)\t(\S+)$", re.M)
 
 
@@ -67,20 +62,7 @@ def build_and_run(core, tmp: Path, name: str, board: str, label: str):
 
 
 def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--boards", default=",".join(BOARDS))
-    ap.add_argument("--models", default=",".join(zoo.zoo_names()))
-    ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
-    ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args(argv)
-    jobs = [(m, b, p) for m in args.models.split(",") for b in args.boards.split(",")
-            for p in args.plans.split(",")]
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
-        core = str(tmp / "core")
-        bootstrap.install_tool_scons(core, log=lambda _m: None)
-        with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda j: (j, build_and_run(core, tmp, *j)), jobs))
+    results = run_grid(argv, __doc__.splitlines()[0], build_and_run)
     print("| model | board | plan | arena B | measured stack B | predicted stack B | "
           "predicted - measured | deepest edge |")
     print("|---|---|---|---:|---:|---:|---:|---|")

@@ -137,8 +137,12 @@ def _plan_options(args) -> dict:
 def _solve_from_args(args):
     from .fusion.planner import plan_model
     from .model import load_model
+    from .codegen import stack
     options = _plan_options(args)
-    return plan_model(_streamed(load_model(args.model), args), **options)
+    model = _streamed(load_model(args.model), args)
+    plan, hint = plan_model(model, **options)
+    stack.attach(model, plan, getattr(args, "board", None))   # the board's own profile
+    return plan, hint
 
 
 def cmd_solve(args) -> int:
@@ -223,11 +227,13 @@ def cmd_paper_table1(args) -> int:
 
 def _codegen_plan(args):
     """Quantized model and the plan the options ask for (exact cost model)."""
+    from .codegen import stack
     from .verify import plan_for
     o = _plan_options(args)
     model = _streamed(_quantized_from_args(args), args)
     plan = plan_for(model, o["objective"], o["max_overhead"], o["ram_limit"], o["cost_model"],
                     board=o["board"], schemes=o["schemes"])
+    stack.attach(model, plan, getattr(args, "board", None))
     return model, plan
 
 

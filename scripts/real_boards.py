@@ -345,6 +345,8 @@ def run_emulated(core, proj, env, machine, seconds):
     elf = proj / ".pio" / "build" / env / "firmware.elf"
     row["stack_size"] = stack_region(elf, "arm-none-eabi-" if machine == "netduinoplus2"
                                      else "riscv64-unknown-elf-")
+    plan = json.loads((elf.parent / "msf_generated" / "plan.json").read_text())
+    row["stack_pred"] = plan.get("predicted_stack_bytes")      # msf_pio/codegen/stack.py
     emu = Emulator(qemu_argv(machine, elf))
     try:
         lines = [l for l in emu.read_lines(seconds, 2)]
@@ -500,7 +502,8 @@ def main():
                 if e.replace("_qemu", "") in envs]
     if emulated:
         print("\n## Run in QEMU, read through a pseudo-terminal\n")
-        print("| env | QEMU machine | result line | status | crc = crc_ref | stack / size | "
+        print("| env | QEMU machine | result line | status | crc = crc_ref | "
+              "stack / predicted / size | "
               "reports, faults, alive | pio device monitor | pio test --test-port |")
         print("|---|---|---|---|---|---|---|---|---|")
     for env, machine in emulated:
@@ -508,12 +511,14 @@ def main():
         f = row.get("fields", {})
         good = (row.get("ok") and row.get("alive") and not row.get("faults")
                 and 0 < int(row.get("fields", {}).get("stack", 0)) < row.get("stack_size", 0)
+                and int(f.get("stack", 0)) <= (row.get("stack_pred") or 1 << 30)
                 and row.get("monitor", "").startswith("`-> ")
                 and row.get("reports", 0) >= 2 and row["pio_test"].startswith("exit 0"))
         failed += not good
         print(f"| {env} | {machine} | {row.get('result', 'read')} | {f.get('status')} | "
               f"{f.get('crc') == f.get('crc_ref') and 'crc' in f} | "
-              f"{f.get('stack')} / {row.get('stack_size')} | {row.get('reports')}, "
+              f"{f.get('stack')} / {row.get('stack_pred')} / {row.get('stack_size')} | "
+              f"{row.get('reports')}, "
               f"{row.get('faults')}, {row.get('alive')} | {row.get('monitor')} | "
               f"{row['pio_test']} |")
         if f:

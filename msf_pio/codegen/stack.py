@@ -34,6 +34,10 @@ OP_UNITS = {
 }
 SCHEME_UNITS = {"line-buffer": "line-buffer", "channel-split": "channel-split"}
 VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and four int32
+# Calls through a pointer reach every function whose address is taken; one of those may call
+# through a pointer again (a driver table's entry calling another driver's): counted to this
+# depth of nesting, deeper ones not at all (no firmware shipped nests more than 2)
+INDIRECT_NESTING = 3
 
 # Variable-length arrays per function, as library/src declares them: the schemes whose edges
 # allocate them and, from the block's n, the byte size of each array (GCC rounds each up to the
@@ -95,8 +99,10 @@ class _Graph:
         self.interrupts = prof.get("interrupts", {})
 
     @lru_cache(maxsize=None)
-    def deepest(self, name: str, units: frozenset, scheme: str, n: int) -> tuple[int, tuple]:
-        """(bytes, path) of the deepest call path from `name` for an edge of these units."""
+    def deepest(self, name: str, units: frozenset, scheme: str, n: int,
+                nesting: int = 0) -> tuple[int, tuple]:
+        """(bytes, path) of the deepest call path from `name` for an edge of these units, under
+        `nesting` calls through pointers."""
         fn = self.functions[name]
         frame = fn["frame"]
         if name in VLAS and scheme in VLAS[name][0]:
@@ -110,7 +116,10 @@ class _Graph:
             unit = self.functions[callee].get("unit", "")
             if unit and "*" not in units and unit not in units:
                 continue                        # another op's kernel or another scheme
-            d, p = self.deepest(callee, units, scheme, n)
+            level = nesting + (callee == INDIRECT)
+            if level > INDIRECT_NESTING:
+                continue
+            d, p = self.deepest(callee, units, scheme, n, level)
             if d > best:
                 best, via = d, p
         return frame + best, ((name, frame),) + via
@@ -124,6 +133,14 @@ class _Graph:
 def _graph(board: str) -> _Graph | None:
     prof = profile(board)
     return _Graph(prof) if prof else None
+
+
+def attach(model, plan, board: str | None) -> StackPrediction | None:
+    """Predicts the plan's stack on `board` and records it in the plan (its JSON carries it)."""
+    prediction = predict(model, plan, board) if board and plan.feasible else None
+    if prediction:
+        plan.predicted_stack = prediction.bytes
+    return prediction
 
 
 def predict(model, plan, board: str) -> StackPrediction | None:
@@ -147,8 +164,10 @@ def dump_profiles(profiles: dict) -> str:
     lines = ["{"]
     for b, (board, prof) in enumerate(sorted(profiles.items())):
         lines.append(f"  {json.dumps(board)}: {{")
-        for key in ("compiler", "version", "cflags", "stack_align", "entry", "interrupts"):
-            lines.append(f"    {json.dumps(key)}: {json.dumps(prof[key])},")
+        for key in ("framework", "compiler", "version", "cflags", "stack_align", "entry",
+                    "interrupts"):
+            if key in prof:
+                lines.append(f"    {json.dumps(key)}: {json.dumps(prof[key])},")
         lines.append('    "functions": {')
         fns = sorted(prof["functions"].items())
         for i, (name, fn) in enumerate(fns):

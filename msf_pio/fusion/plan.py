@@ -29,6 +29,7 @@ class Plan:
     predicted_instructions: int | None = None # = cycles under QEMU -icount
     edge_cycles: list[int] = field(default_factory=list, repr=False)  # per block, predicted
     f_cpu: int = 0
+    predicted_stack: int | None = None        # bytes on `board` (codegen/stack.py sets it)
 
     @classmethod
     def from_path(cls, graph, path: list[Edge] | None, objective: str, **opts) -> "Plan":
@@ -105,6 +106,8 @@ class Plan:
             **({"board": self.board, "predicted_cycles": self.predicted_instructions,
                 "predicted_us": None if self.predicted_us is None else round(self.predicted_us)}
                if self.board else {}),
+            **({"predicted_stack_bytes": self.predicted_stack}
+               if self.predicted_stack is not None else {}),
             "blocks": [{"first": e.first, "last": e.last, "scheme": e.scheme,
                         **({"layers": self.layer_labels[e.first] if not e.fused else
                             f"{self.layer_labels[e.first]}..{self.layer_labels[e.last]}"}

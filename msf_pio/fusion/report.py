@@ -34,6 +34,9 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
             if plan.predicted_us is not None else ""
         lines.append(f"predicted latency on {plan.board}: {plan.predicted_instructions} "
                      f"cycles{time}")
+    if plan.predicted_stack is not None:
+        lines.append(f"predicted stack: {plan.predicted_stack} B (the shipped firmware's "
+                     f"deepest call path on the board)")
     return "\n".join(lines)
 
 

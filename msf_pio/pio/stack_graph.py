@@ -9,8 +9,10 @@ library's start-up, memcpy, libgcc's division) gets its frame and calls from the
 firmware's disassembly (`objdump -d`): the stack adjustments of its body and its direct calls.
 
 An indirect call may reach any function no code calls directly (its address was taken: a sink
-or source callback, a constructor): `__indirect_call` calls all of them. The graph must be a
-DAG: recursion has no bound here and is an error.
+or source callback, a constructor, a driver's table entry): `__indirect_call` calls all of them.
+Direct calls must form a DAG: recursion has no bound here and is an error. Calls through
+pointers may call through pointers again (freedom-metal's driver tables do): the predictor
+bounds their nesting (codegen/stack.py, INDIRECT_NESTING).
 """
 from __future__ import annotations
 
@@ -158,6 +160,27 @@ def _xtensa(mnemonic: str, ops: str, fn: dict) -> None:
 
 
 _ISA = {"arm": _arm, "riscv": _riscv, "xtensa": _xtensa}
+# the instructions after which control never reaches the next one (else a function falls
+# through into the next symbol, as freedom-metal's _start does into _skip_init and main)
+_NORETURN = re.compile(r"<(exit|_exit|abort)>")
+_ENDS = {"arm": re.compile(r"^(b|b\.n|b\.w|bx|udf)(\s|$)|^(pop|ldmia|ldm)(\.w)?\s.*\bpc\b"),
+         "riscv": re.compile(r"^(ret|j|jr|tail|mret|c\.j|c\.jr)\b"),
+         "xtensa": re.compile(r"^(ret|ret\.n|j|jx|rfe|rfi|rfde|ill|break)\b")}
+
+
+_SYMBOL = re.compile(r"^[0-9a-f]+ (.{7}) \S+\s+[0-9a-f]+ (\S+)$")
+
+
+def _function_symbols(elf: Path, objdump: str) -> set[str]:
+    """Symbols that start a function: typed as one, or global (assembly entries often carry
+    no type); a local label without a type belongs to the function around it."""
+    table = subprocess.run([objdump, "-t", str(elf)], check=True, capture_output=True,
+                           text=True).stdout
+    names = set()
+    for flags, name in (m.groups() for m in map(_SYMBOL.match, table.splitlines()) if m):
+        if "F" in flags or flags[0] == "g" or flags[1] == "w":
+            names.add(name)
+    return names
 
 
 def disassembled_functions(elf: Path, objdump: str, arch: str) -> dict[str, Function]:
@@ -167,18 +190,30 @@ def disassembled_functions(elf: Path, objdump: str, arch: str) -> dict[str, Func
     bound where a function adjusts the stack more than once."""
     text = subprocess.run([objdump, "-d", "--no-show-raw-insn", str(elf)], check=True,
                           capture_output=True, text=True).stdout
-    parse = _ISA[arch]
+    starts = _function_symbols(elf, objdump)
+    parse, ends = _ISA[arch], _ENDS[arch]
     found: dict[str, dict] = {}
-    current = None
+    current, last = None, ""
     for line in text.splitlines():
         head = _HEAD.match(line)
+        if head and head.group(2) not in starts and current is not None:
+            continue                # a local label (a loop in start-up assembly): same function
         if head:
+            if current is not None and last and not ends.search(last) and \
+                    not _NORETURN.search(last):
+                current["calls"].add(head.group(2))          # falls through into it
             current = found.setdefault(head.group(2), {"frame": 0, "calls": set(),
                                                        "dynamic": False})
+            last = ""
+            continue
+        if line.startswith("Disassembly of section"):
+            current, last = None, ""
             continue
         insn = _INSN.match(line)
         if current is not None and insn:
             parse(insn.group(2), insn.group(3), current)
+            if not insn.group(2).startswith(".") and insn.group(2) not in ("nop", "nop.n"):
+                last = f"{insn.group(2)} {insn.group(3)}"   # not a literal pool's data
     out = {}
     for name, f in found.items():
         frame = f["frame"] + (found[f["save"]]["frame"] if f.get("save") in found else 0)
@@ -214,24 +249,8 @@ def complete(graph: dict[str, Function], linked: dict[str, Function], roots: lis
                 return local[candidate]
         return None
 
-    stack = [r for r in roots]
-    while stack:
-        name = stack.pop()
-        if name in full:
-            continue
-        fn = graph.get(name) or linked.get(name) or Function(0)
-        calls = {resolve(c) for c in fn.calls} - {None}
-        full[name] = Function(fn.frame, calls, fn.dynamic, fn.unit)
-        stack.extend(calls)
-    if INDIRECT in full or any(INDIRECT in f.calls for f in full.values()):
-        called = {c for g in (graph, linked) for f in g.values() for c in f.calls}
-        called |= {c.split(":")[-1] for c in called}
-        held = set(linked)
-        targets = {n for n in graph if n not in called and n.split(":")[-1] not in called
-                   and n.split(":")[-1] in held
-                   and n not in roots and n.split(":")[-1] not in vectors and n != INDIRECT}
-        full[INDIRECT] = Function(0, targets)
-        stack = list(targets)
+    def take(names) -> None:
+        stack = list(names)
         while stack:
             name = stack.pop()
             if name in full:
@@ -240,6 +259,16 @@ def complete(graph: dict[str, Function], linked: dict[str, Function], roots: lis
             calls = {resolve(c) for c in fn.calls} - {None}
             full[name] = Function(fn.frame, calls, fn.dynamic, fn.unit)
             stack.extend(calls)
+
+    take(roots)
+    if INDIRECT in full:
+        called = {c for g in (graph, linked) for f in g.values() for c in f.calls}
+        called |= {c.split(":")[-1] for c in called}
+        targets = {n for n in graph if n not in called and n.split(":")[-1] not in called
+                   and n.split(":")[-1] in linked
+                   and n not in roots and n.split(":")[-1] not in vectors and n != INDIRECT}
+        full[INDIRECT] = Function(0, targets)
+        take(targets)
     return full
 
 
@@ -262,7 +291,7 @@ def check_acyclic(graph: dict[str, Function]) -> None:
     def visit(name: str, path: list[str]) -> None:
         state[name] = 1
         for c in sorted(graph[name].calls):
-            if c not in graph:
+            if c not in graph or c == INDIRECT:
                 continue
             if state.get(c) == 1:
                 cycle = path[path.index(c):] if c in path else path
@@ -272,5 +301,5 @@ def check_acyclic(graph: dict[str, Function]) -> None:
         state[name] = 2
 
     for name in sorted(graph):
-        if not state.get(name):
+        if not state.get(name) and name != INDIRECT:
             visit(name, [name])
