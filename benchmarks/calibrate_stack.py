@@ -1,7 +1,8 @@
 """Calibrates the stack predictor (msf_pio/codegen/stack.py): per board, the call graph and
 frames of the firmwares msf-pio ships, as PlatformIO compiles and links them for it.
 
-For every board, the demo project is built through PlatformIO with -fcallgraph-info=su in a few
+For every board (the emulated ones; the real stm32cube and freedom-e-sdk boards with --real),
+the demo project is built through PlatformIO with -fcallgraph-info=su in a few
 firmware variants: the demo (streamed output through its check callback, arena measuring), the
 demo with a streamed input and a whole output, its `pio test` harness, and the `msf-pio init`
 main.c. GCC's call graphs give the frames and calls of everything compiled (runtime, board
@@ -12,6 +13,8 @@ msf_pio/codegen/stack_profiles.json; tests/test_stack.py compiles the runtime ag
 those flags and fails when the stored frames or calls are stale.
 
 Run: python benchmarks/calibrate_stack.py [--boards a,b] [--jobs 2]     (~1 min per board)
+     python benchmarks/calibrate_stack.py --boards hifive1-revb,nucleo_f412zg,... --real DIR
+     (DIR: the folder with pkgs/ that scripts/real_boards.py reads)
 """
 from __future__ import annotations
 
@@ -83,7 +86,8 @@ def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | No
     if packages:              # a real board: its platform and framework laid out offline
         sys.path.insert(0, str(REPO / "scripts"))
         import real_boards
-        (project / "msf_offline.ini").write_text(real_boards.offline_ini(packages, tmp))
+        (project / "msf_offline.ini").write_text(real_boards.offline_ini(packages / "pkgs",
+                                                                         tmp))
         text = (project / "platformio.ini").read_text()
         (project / "platformio.ini").write_text(text.replace(
             "[platformio]\n", "[platformio]\nextra_configs = msf_offline.ini\n", 1))
@@ -206,8 +210,8 @@ def main(argv=None) -> int:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--keep", help="build in this folder and keep it")
     ap.add_argument("--real", metavar="PACKAGES", type=Path,
-                    help="also the real boards' envs, from the packages scripts/real_boards.py "
-                         f"lays out ({', '.join(REAL)} with --boards)")
+                    help="also the real boards' envs: the folder with pkgs/ that "
+                         f"scripts/real_boards.py reads ({', '.join(REAL)} with --boards)")
     args = ap.parse_args(argv)
     profiles = json.loads(stack.PROFILES.read_text()) if stack.PROFILES.is_file() else {}
     with tempfile.TemporaryDirectory() as scratch:

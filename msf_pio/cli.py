@@ -251,7 +251,8 @@ def cmd_generate(args) -> int:
     from .codegen.output import write_generated
     model, plan = _codegen_plan(args)
     with progress.task("generating C", ticking=True):
-        paths = write_generated(generate(model, plan), plan, args.out)
+        paths = write_generated(generate(model, plan, stack_bytes=plan.predicted_stack), plan,
+                                args.out)
     print(f"{plan.label}: peak RAM {plan.peak_ram} B, F={plan.overhead:.3f}; wrote "
           + ", ".join(str(p) for p in paths))
     return 0

@@ -35,8 +35,9 @@ OP_UNITS = {
 SCHEME_UNITS = {"line-buffer": "line-buffer", "channel-split": "channel-split"}
 VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and four int32
 # Calls through a pointer reach every function whose address is taken; one of those may call
-# through a pointer again (a driver table's entry calling another driver's): counted to this
-# depth of nesting, deeper ones not at all (no firmware shipped nests more than 2)
+# through a pointer again (freedom-metal's driver tables), counted to this depth of nesting and
+# no deeper (hifive1-revb's predictions are the same for limits 0 to 6: its deepest path is the
+# model's, whose only calls through pointers are the sink and source callbacks)
 INDIRECT_NESTING = 3
 
 # Variable-length arrays per function, as library/src declares them: the schemes whose edges
@@ -57,12 +58,6 @@ class StackPrediction:
     path: tuple                 # (function, frame bytes) from the firmware's entry down
     interrupt: int              # bytes of the worst interrupt on top of it (hardware frame too)
     edge: int                   # the plan edge whose kernels make the deepest path
-
-    def describe(self) -> str:
-        deepest = max(self.path, key=lambda p: p[1])
-        return (f"predicted stack {self.bytes} B (deepest in edge {self.edge}: "
-                f"{len(self.path)} frames, the largest {deepest[0]} {deepest[1]} B"
-                + (f", interrupts {self.interrupt} B" if self.interrupt else "") + ")")
 
 
 @lru_cache(maxsize=None)
