@@ -136,6 +136,10 @@ def test_the_executors_arrays_grow_with_the_block():
     align = graph.align
     sizes = lambda n: sum(stack._round(b, align) for b in stack.VLAS["msf_run_edge"][1](n))
     assert long - short == sizes(12) - sizes(2) >= 10 * 80
+    # a single spatial layer (a vanilla plan's edge, n = 1) runs the same path with its arrays
+    # (measured on qemu_hifive1b, tiny vanilla: 1,108 B against 976 B predicted without them)
+    one, _ = graph.deepest("msf_run_edge", units, "single", 1)
+    assert short - one == sizes(2) - sizes(1) > 0
     # a line-buffer edge leaves msf_run_edge before its arrays: only the line buffer's count
     _, path = graph.deepest("msf_run_edge", units | {"line-buffer"}, "line-buffer", 12)
     frames = dict(path)

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from ..model import ir
-from .generate import block_shape
+from .generate import SCHEMES, block_shape
 
 PROFILES = Path(__file__).with_name("stack_profiles.json")
 INDIRECT = "__indirect_call"
@@ -40,16 +40,23 @@ VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and fo
 # model's, whose only calls through pointers are the sink and source callbacks)
 INDIRECT_NESTING = 3
 
-# Variable-length arrays per function, as library/src declares them: the schemes whose edges
-# allocate them and, from the block's n, the byte size of each array (GCC rounds each up to the
-# stack alignment). msf_run_edge declares its arrays after handing line-buffer, channel-split
-# and single-layer head edges to their executors.
+# Variable-length arrays per function, as library/src declares them: the C executor (enum
+# msf_scheme, generate.SCHEMES) whose edges allocate them and, from the block's n, the byte
+# size of each array (GCC rounds each up to the stack alignment). msf_run_edge hands single
+# head layers (n = 0), line-buffer and channel-split edges to their executors first; every
+# other edge (a single spatial layer, n = 1, included) declares its arrays.
 VLAS = {
-    "msf_run_edge": (("h-cache", "tiles"), lambda n: [
+    "msf_run_edge": ("MSF_H_CACHE", lambda n: [
         VIEW * (n + 1), VIEW * 2 * n, 4 * (n + 1), 4 * (n + 1), 4 * (n + 1), 4 * n, 4 * n]),
-    "msf_run_line_buffer": (("line-buffer",), lambda n: [
+    "msf_run_line_buffer": ("MSF_LINE_BUFFER", lambda n: [
         VIEW * (n + 1), VIEW * 2 * n, 4 * n, 4 * (n + 1), 4 * n, 4 * n, 4 * n]),
 }
+
+
+def declares_arrays(function: str, scheme: str, n: int) -> bool:
+    """Whether `function` declares its variable-length arrays for an edge of this scheme and
+    n (as the C dispatches: generate.SCHEMES gives the executor, h-cache for the rest)."""
+    return n > 0 and SCHEMES.get(scheme, SCHEMES["h-cache"]) == VLAS[function][0]
 
 
 @dataclass(frozen=True)
@@ -100,10 +107,10 @@ class _Graph:
         `nesting` calls through pointers."""
         fn = self.functions[name]
         frame = fn["frame"]
-        if name in VLAS and scheme in VLAS[name][0]:
+        if name in VLAS and declares_arrays(name, scheme, n):
             frame += sum(_round(b, self.align) for b in VLAS[name][1](n))
         elif fn.get("dynamic") and name in VLAS:
-            pass                                # declared after this scheme's return
+            pass                                # declared after this edge's executor returns
         elif fn.get("dynamic"):
             raise ValueError(f"{name} has a dynamic frame the predictor cannot bound")
         best, via = 0, ()
