@@ -1,7 +1,37 @@
 """An edge of the fusion graph: one layer (first == last) or the fusion block of layers first..last."""
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+
+
+class LazyDetail(Mapping):
+    """An edge's detail made when first read: the solvers never read it, and a graph of tens of
+    thousands of blocks would otherwise hold a list of rings per block."""
+
+    def __init__(self, make: Callable[[], dict]):
+        self._make: Callable[[], dict] | None = make
+        self._detail: dict = {}
+
+    def _get(self) -> dict:
+        if self._make is not None:
+            self._detail, self._make = self._make(), None
+        return self._detail
+
+    def __getitem__(self, key):
+        return self._get()[key]
+
+    def __iter__(self) -> Iterator:
+        return iter(self._get())
+
+    def __len__(self) -> int:
+        return len(self._get())
+
+    def __repr__(self) -> str:
+        return repr(self._get())
+
+    def __reduce__(self):              # pickled or copied as the plain dict it stands for
+        return dict, (dict(self._get()),)
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ memcpy, so every arena byte of the peak edge is really written and measurable by
 """
 from __future__ import annotations
 
+import math
+
 from .. import progress
 from ..errors import MsfError
 from ..model import ir
@@ -48,18 +50,21 @@ def _single(model: Model, i: int) -> Edge:
     return Edge(i, i, ram, layer_macs(model.layers[i]), "single", detail)
 
 
-def edges(model: Model, names: tuple[str, ...] | None = None) -> list[Edge]:
+def edges(model: Model, names: tuple[str, ...] | None = None,
+          ram_cap: float = math.inf) -> list[Edge]:
     """Every single layer, and every fusion block under every registered cache scheme (of
-    `names`, default all) and its parameters (parallel edges)."""
+    `names`, default all) and its parameters (parallel edges) of RAM <= `ram_cap`."""
     _check(model)
     stream_input.check(model)
     out = [_single(model, i) for i in range(model.n_layers)]
-    fams = blocks.families(model)
+    if ram_cap <= 0:
+        return out
+    fams = blocks.families(model, ram_cap)
     step = progress.task("costing fusion blocks (cache scheme)", total=len(schemes.REGISTRY))
     for i, scheme in enumerate(schemes.REGISTRY):
         step.update(i, f"{scheme.NAME}, {len(out)} edges")
         if names is None or scheme.NAME in names:
-            out += scheme.edges(model, fams)
+            out += [e for e in scheme.edges(model, fams) if e.ram <= ram_cap]
     step.close()
     return out
 

@@ -95,10 +95,10 @@ def build_graph(model: Model, cost_model: str = "exact",
     module = cost_models.get(cost_model)
     if cost_model != "exact":
         edges = module.edges(model)
-    else:       # a cap of 0 leaves single layers only: no cache scheme
-        edges = module.edges(model, () if ram_cap <= 0 else schemes)
-    if ram_cap < math.inf:
-        edges = [e for e in edges if e.scheme == "single" or e.ram <= ram_cap]
+        if ram_cap < math.inf:
+            edges = [e for e in edges if e.scheme == "single" or e.ram <= ram_cap]
+    else:       # the blocks above the cap are never costed whole (blocks.families)
+        edges = module.edges(model, schemes, ram_cap)
     graph = FusionGraph(model, cost_model, edges, module.unfused_macs(model), schemes, ram_cap)
     _kept[:] = [k for k in _kept if k[0]() is not None and not (
         k[0]() is model and k[1] == cost_model and k[2] == schemes)][-(KEEP - 1):]

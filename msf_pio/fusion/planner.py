@@ -7,7 +7,7 @@ import math
 from ..errors import InfeasibleBudget, MsfError
 from ..model import load_model
 from ..model.ir import Model
-from . import solvers
+from . import bounds, solvers
 from .graph import FusionGraph, build_graph
 from .plan import Plan
 
@@ -25,10 +25,13 @@ def plan_model(model: str | Model, objective: str = "min_ram", max_overhead: flo
 
 def graph_for(model: Model, objective: str, ram_limit: float | None = None,
               cost_model: str = "exact", schemes: tuple[str, ...] | None = None) -> FusionGraph:
-    """The fusion graph with the blocks `objective` can use (bounds.py)."""
-    if objective == "vanilla":
-        return build_graph(model, cost_model, schemes, ram_cap=0)
-    return build_graph(model, cost_model, schemes)
+    """The fusion graph with the blocks `objective` can use (bounds.py: a cap from the single
+    layers' graph)."""
+    if objective == "vanilla" or cost_model != "exact":     # the paper's graph is left whole
+        return build_graph(model, cost_model, schemes, ram_cap=0 if objective == "vanilla"
+                           else math.inf)
+    singles = build_graph(model, cost_model, schemes, ram_cap=0)
+    return build_graph(model, cost_model, schemes, bounds.ram_cap(singles, objective, ram_limit))
 
 
 def feasible_plan(graph: FusionGraph, objective: str, max_overhead: float = math.inf,

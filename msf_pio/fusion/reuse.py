@@ -52,20 +52,25 @@ def max_shift(model: Model, first: int, last: int, live_rows: np.ndarray,
     return int((np.asarray(live_rows) * wa * ca - np.asarray(written_rows) * wb * cb).min())
 
 
-def possible(model: Model, first: int, last: int) -> bool:
+def possible(model: Model, first: int, last: int, top: bool | None = None) -> bool:
     """A and B can share bytes: both whole arena tensors, A read by no layer after the edge (a
     later add), the edge not an add written over its skip, and A on top of its end of the arena
-    (no skip tensor made after the add that wrote A is still alive above it)."""
+    (on_top; `top`: its value for `first` if known)."""
     out = last + 1
     if arena_tensor_bytes(model, first) == 0 or out == model.n_layers or \
             arena_tensor_bytes(model, out) == 0 or writes_in_place(model, first, last):
         return False
-    last_reader = model.last_reader()
-    if last_reader.get(first, -1) > last:
+    if model.last_reader().get(first, -1) > last:
         return False
+    return on_top(model, first) if top is None else top
+
+
+def on_top(model: Model, first: int) -> bool:
+    """Tensor `first` is on top of its end of the arena: no skip tensor made after the add
+    that wrote it is still alive above it."""
     prev = model.layers[first - 1]
     return prev.op != ir.ADD or not any(prev.skip < s < first <= r
-                                        for s, r in last_reader.items())
+                                        for s, r in model.last_reader().items())
 
 
 def region_bytes(a: int, b: int, shift: int) -> int:

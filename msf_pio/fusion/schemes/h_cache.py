@@ -10,7 +10,7 @@ as all its consumers read (a residual skip tensor inside a block needs more colu
 1x1 consumer alone); the block input, and any tensor made before the block that a layer of it
 reads (a skip, a branch's stage input), is read in place from the arena. A depthwise output may
 live in its input's ring (reuse.py). The schedule is geometry.block_schedule, the rings
-blocks.column_rings; the C executor is library/src/schemes/h_cache.c, the numpy reference
+blocks.column_costs; the C executor is library/src/schemes/h_cache.c, the numpy reference
 msf_pio/reference/schemes/h_cache.py.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Callable
 
 from ...model.ir import Model
 from .. import stream_input
-from ..blocks import Family, block_edges, column_rings
+from ..blocks import Family, block_edges
 from ..edge import Edge
 from ..geometry import block_schedule, column_sweep
 from ..kernel_counts import add, spatial_counts
@@ -35,14 +35,16 @@ def tile_edges(model: Model, fams: list[Family], name: str,
     out = []
     for fam in fams:
         for t in heights(fam):
-            s = fam.schedule(t)
             for first in fam.firsts(alone=t == 1):
+                costs = fam.column_costs(t, first)
+                if costs.floor(first) > fam.cap:      # so are the longer blocks' rings
+                    break
+                s = fam.schedule(t, first)
                 # a streamed input: the first block also keeps the input rows a tile reads
-                rings = stream_input.input_ring(model, s.ring_rows(0)) \
+                lead = stream_input.input_ring(model, s.ring_rows(0)) \
                     if model.stream_input and first == 0 else []
-                out += block_edges(model, fam, first, name, t, s.layer_macs,
-                                   rings + column_rings(model, s, first),
-                                   (s.row_lo[first], s.row_hi[fam.end + 1]))
+                out += block_edges(model, fam, first, name, t, costs,
+                                   (s.row_lo[first], s.row_hi[fam.end + 1]), lead)
     return out
 
 
@@ -56,16 +58,28 @@ def _rows_and_columns(model: Model, e: Edge, end: int):
     return block_schedule(model, end, e.first, e.tile_rows, sweep), sweep[1]
 
 
-def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
-    """Latency counts of the block's spatial layers: every tile, one kernel call per column;
-    the first layer reads the whole block input, the others column rings."""
-    sched, produced = _rows_and_columns(model, e, end)
-    out: dict[str, int] = {}
-    for l in range(e.first, end + 1):
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int,
+                 dsp: bool) -> Callable[[int, bool, bool], dict]:
+    """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
+    of(layer, whole_input, staged): every tile, one kernel call per column; the block's first
+    layer reads the whole block input, the others column rings."""
+    sweep = column_sweep(model, end, lowest)
+    sched, produced = block_schedule(model, end, lowest, tile_rows, sweep), sweep[1]
+
+    def of(l: int, whole_input: bool, staged: bool) -> dict:
         rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
         cols = produced[l + 1] + 1
-        add(out, spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
-                                cols, l == e.first, dsp))
+        return spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
+                              cols, whole_input, dsp)
+    return of
+
+
+def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+    """Latency counts of the block's spatial layers (layer_counts)."""
+    of = layer_counts(model, end, e.first, e.tile_rows, dsp)
+    out: dict[str, int] = {}
+    for l in range(e.first, end + 1):
+        add(out, of(l, l == e.first, staged))
     return out
 
 

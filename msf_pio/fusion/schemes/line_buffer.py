@@ -13,13 +13,14 @@ schemes/line_buffer.py) follow this order; the ring rows computed here size thei
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
 from ...model import ir
 from ...model.ir import Model
 from .. import stream_input
-from ..blocks import Family, block_edges
+from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
 from ..geometry import col_taps, demand_sweep, row_taps, tap_macs
 from ..kernel_counts import add, spatial_counts
@@ -70,15 +71,25 @@ def edges(model: Model, fams: list[Family]) -> list[Edge]:
     for fam in fams:
         if fam.lowest == fam.end:
             continue
-        sweep = row_sweep(model, fam.end, fam.lowest)
         written = np.arange(1, model.layers[fam.end].out_shape[0] + 1)
         for first in fam.firsts(alone=False):
+            fam.reach(first)
+            sweep, costs = fam.cached(NAME, lambda lo: _costs(model, row_sweep(model, fam.end, lo)))
+            if costs.floor(first) > fam.cap:      # so are the longer blocks' rings
+                break
             # a streamed input: the first block also keeps one window of the first layer's rows
-            rings = stream_input.input_ring(model, stream_input.window_rows(model)) \
+            lead = stream_input.input_ring(model, stream_input.window_rows(model)) \
                 if model.stream_input and first == 0 else []
-            out += block_edges(model, fam, first, NAME, 1, sweep.layer_macs,
-                               rings + sweep.rings(model, first), (sweep.oldest[first], written))
+            out += block_edges(model, fam, first, NAME, 1, costs,
+                               (sweep.oldest[first], written), lead)
     return out
+
+
+def _costs(model: Model, sweep: RowSweep) -> tuple[RowSweep, Costs]:
+    """The sweep, and the rings and MACs of the blocks it holds (a ring is the same wherever
+    the block starts)."""
+    rings = {r["tensor"]: r for r in sweep.rings(model, sweep.lowest_first)}
+    return sweep, Costs(sweep.end, sweep.lowest_first, rings, rings, sweep.layer_macs)
 
 
 def _row_call(layer) -> bool:
@@ -92,20 +103,31 @@ def _row_call(layer) -> bool:
     return one_pixel and not layer.slope_per_pixel
 
 
-def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
-    """Latency counts of the block's spatial layers: every row once over the full width, a
-    kernel call per row or per pixel (the last layer's pixels go one by one when staged). A
-    ring's slides (memmoves) are not a feature yet: not predicted."""
-    sweep = row_sweep(model, end, e.first)
-    out: dict[str, int] = {}
-    for l in range(e.first, end + 1):
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int,
+                 dsp: bool) -> Callable[[int, bool, bool], dict]:
+    """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
+    of(layer, whole_input, staged): every row once over the full width, a kernel call per row
+    or per pixel (the last layer's pixels go one by one when staged; every layer reads whole
+    rows). A ring's slides (memmoves) are not a feature yet: not predicted."""
+    sweep = row_sweep(model, end, lowest)
+
+    def of(l: int, whole_input: bool, staged: bool) -> dict:
         layer = model.layers[l]
         rows, cols = sweep.rows[l], layer.out_shape[1]
         # a call per row (the row as the one column of the transposed layer) or per pixel
         per_call, calls = (cols, 1) if _row_call(layer) and not (l == end and staged) \
             else (1, cols)
-        add(out, spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
-                                calls, True, dsp))
+        return spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
+                              calls, True, dsp)
+    return of
+
+
+def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+    """Latency counts of the block's spatial layers (layer_counts)."""
+    of = layer_counts(model, end, e.first, e.tile_rows, dsp)
+    out: dict[str, int] = {}
+    for l in range(e.first, end + 1):
+        add(out, of(l, l == e.first, staged))
     return out
 
 

@@ -26,6 +26,7 @@ def edges(model: Model, fams: list[Family]) -> list[Edge]:
 
 
 counts = h_cache.counts
+layer_counts = h_cache.layer_counts
 layer_pixels = h_cache.layer_pixels
 
 
