@@ -4,15 +4,22 @@ plan JSON and the monitor report them. (Its accuracy against the emulated boards
 benchmarks/kernel_instructions.py, not asserted here.)"""
 import json
 import math
+from dataclasses import replace
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from msf_pio.cli import main
+from msf_pio.errors import MsfError
 from msf_pio.fusion import latency, solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import load_model
+from msf_pio.model.spec import spec_to_model
 from msf_pio.model.zoo import zoo_names
 from msf_pio.pio import monitor
+
+from tests.random_models import small_specs
 
 PLANS = {"vanilla": lambda g: solvers.vanilla(g),
          "p1:1.3": lambda g: solvers.p1_min_ram(g, 1.3),
@@ -56,6 +63,26 @@ def board():
     if "qemu_f767zi" not in latency.boards():
         pytest.skip("no calibrated profile (benchmarks/calibrate_latency.py)")
     return "qemu_f767zi"
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=12), streamed=st.sampled_from([(0, 0), (1, 0), (0, 1)]),
+       dsp=st.booleans())
+def test_count_table_is_every_edges_counts(spec, streamed, dsp):
+    """The blocks of a family share their layers' counts in count_table (what min_latency
+    prices): every row is the edge's own edge_counts."""
+    model = replace(spec_to_model(spec), stream_input=bool(streamed[0]),
+                    stream_output=bool(streamed[1]))
+    try:
+        graph = build_graph(model)
+    except MsfError:                     # a stream the model cannot have
+        return
+    table = latency.count_table(model, graph.edges, dsp)
+    for e, row in zip(graph.edges, table):
+        counts = latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, dsp,
+                                     e.detail.get("g"))
+        assert set(counts) <= set(latency.FEATURES)
+        assert row.tolist() == [counts.get(f, 0) for f in latency.FEATURES], e
 
 
 def test_min_latency_is_the_least_predicted_time_within_the_limit(board):

@@ -27,6 +27,8 @@ import json
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
+
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
@@ -47,20 +49,11 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
     with (`dsp`) or without the kernels' SIMD paths: its head layers, a single layer, or the
     block's spatial layers as its scheme counts them (schemes/)."""
     layers = model.layers
-    counts: dict[str, int] = {"edge.count": 1}
-    end = last
-    while end >= first and layers[end].op in ir.HEAD_OPS:
-        end -= 1                                      # end < first: a head layer alone
-    for l in range(end + 1, last + 1):               # global pooling, dense
-        layer = layers[l]
-        cls = kernel_class(layer)
-        add(counts, {f"{cls}.macs": layer_macs(layer)})
-        if cls == "dense":
-            add(counts, {"dense.outputs": layer.cout})
+    end = spatial_end(model, first, last)
+    counts = head_counts(model, end, last)
     if end < first:
         return counts
-    stream = (model.stream_output and last + 1 == model.n_layers) or \
-        (model.stream_input and first == 0)          # a streamed input: a row per tile
+    stream = _streamed(model, first, last)
     if end == first:                                  # a single spatial layer
         layer = layers[first]
         oh, ow = layer.out_shape[:2]
@@ -69,6 +62,80 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
                                           [tile] * (oh // tile), ow, True, dsp))
     e = Edge(first, last, 0, 0, scheme, {} if group is None else {"g": group}, tile_rows)
     return add(counts, schemes.get(scheme).counts(model, e, end, last > end or stream, dsp))
+
+
+def spatial_end(model: Model, first: int, last: int) -> int:
+    """The last spatial layer of the edge first..last (first - 1: a head layer alone)."""
+    end = last
+    while end >= first and model.layers[end].op in ir.HEAD_OPS:
+        end -= 1
+    return end
+
+
+def head_counts(model: Model, end: int, last: int) -> dict[str, int]:
+    """The edge's own count and those of its head layers end+1..last (global pooling, dense)."""
+    counts: dict[str, int] = {"edge.count": 1}
+    for l in range(end + 1, last + 1):
+        layer = model.layers[l]
+        cls = kernel_class(layer)
+        add(counts, {f"{cls}.macs": layer_macs(layer)})
+        if cls == "dense":
+            add(counts, {"dense.outputs": layer.cout})
+    return counts
+
+
+def _streamed(model: Model, first: int, last: int) -> bool:
+    """The edge's last spatial layer goes a pixel (a streamed output) or a row per tile (a
+    streamed input) at a time."""
+    return (model.stream_output and last + 1 == model.n_layers) or \
+        (model.stream_input and first == 0)
+
+
+def count_table(model: Model, edges: list[Edge], dsp: bool = False, step=None) -> np.ndarray:
+    """edge_counts of every edge, one row each, a column per FEATURES. The blocks of two
+    spatial layers or more that end at the same layer under the same scheme and tile height
+    share their layers' counts (a layer's counts do not depend on where its block starts, but
+    for the first layer reading the whole input and the last one staging a head's or stream's
+    pixels): their rows are sums from the end. `step` (a progress task) advances by edge."""
+    index = {f: k for k, f in enumerate(FEATURES)}
+
+    def vector(counts: dict) -> np.ndarray:
+        v = np.zeros(len(FEATURES), dtype=np.int64)
+        for k, n in counts.items():
+            v[index[k]] += n
+        return v
+
+    table = np.zeros((len(edges), len(FEATURES)), dtype=np.int64)
+    families: dict[tuple, list[int]] = {}
+    for k, e in enumerate(edges):
+        end = spatial_end(model, e.first, e.last)
+        scheme = schemes.get(e.scheme) if e.scheme in schemes.names() else None
+        if end > e.first and hasattr(scheme, "layer_counts"):
+            families.setdefault((end, e.scheme, e.tile_rows), []).append(k)
+        else:
+            table[k] = vector(edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, dsp,
+                                          e.detail.get("g")))
+            if step is not None:
+                step.advance()
+    for (end, name, tile_rows), ks in families.items():
+        lowest = min(edges[k].first for k in ks)
+        of = schemes.get(name).layer_counts(model, end, lowest, tile_rows, dsp)
+        rings = {l: vector(of(l, False, False)) for l in range(lowest + 1, end)}
+        inner = {end: np.zeros(len(FEATURES), dtype=np.int64)}   # layers l..end-1, rings
+        for l in range(end - 1, lowest, -1):
+            inner[l] = inner[l + 1] + rings[l]
+        tails: dict[tuple, np.ndarray] = {}
+        for k in ks:
+            e = edges[k]
+            staged = e.last > end or _streamed(model, e.first, e.last)
+            if (staged, e.last) not in tails:
+                tails[staged, e.last] = vector(of(end, False, staged)) + \
+                    vector(head_counts(model, end, e.last))
+            table[k] = vector(of(e.first, True, False)) + inner[e.first + 1] + \
+                tails[staged, e.last]
+        if step is not None:
+            step.advance(len(ks))
+    return table
 
 
 @lru_cache(maxsize=None)
@@ -106,6 +173,14 @@ def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) 
     return instructions(edge_counts(model, edge.first, edge.last, edge.scheme, edge.tile_rows,
                                     getattr(coefficients, "dsp", False), edge.detail.get("g")),
                         coefficients)
+
+
+def edges_instructions(model: Model, edges: list[Edge], coefficients: dict[str, float],
+                       step=None) -> np.ndarray:
+    """edge_instructions of every edge (count_table: the blocks of a family share their
+    layers' counts); `step` advances by edge."""
+    table = count_table(model, edges, getattr(coefficients, "dsp", False), step)
+    return table @ np.array([coefficients.get(f, 0.0) for f in FEATURES])
 
 
 def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:

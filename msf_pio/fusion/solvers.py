@@ -174,16 +174,12 @@ def pareto(graph: FusionGraph, cost: np.ndarray | None = None) -> list[Plan]:
     return plans
 
 
-def edge_cycles(graph: FusionGraph, board: str) -> list[float]:
+def edge_cycles(graph: FusionGraph, board: str) -> np.ndarray:
     """The predicted cycles of every edge on `board` (latency.py's profile)."""
     from . import latency
-    coefficients = latency.profile(board)
-    cost = []
     with progress.task(f"predicting {board} cycles of edges", total=len(graph.edges)) as step:
-        for e in graph.edges:
-            cost.append(latency.edge_instructions(graph.model, e, coefficients))
-            step.advance()
-    return cost
+        return latency.edges_instructions(graph.model, graph.edges, latency.profile(board),
+                                          step)
 
 
 def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
