@@ -64,9 +64,24 @@ def edges(model: Model, names: tuple[str, ...] | None = None,
     for i, scheme in enumerate(schemes.REGISTRY):
         step.update(i, f"{scheme.NAME}, {len(out)} edges")
         if names is None or scheme.NAME in names:
-            out += [e for e in scheme.edges(model, fams) if e.ram <= ram_cap]
+            walk = _Walk(fams, step, i, f"{scheme.NAME}, {len(out)} edges")
+            out += [e for e in scheme.edges(model, walk) if e.ram <= ram_cap]
     step.close()
     return out
+
+
+class _Walk(list):
+    """The families as a scheme walks them, each shown on the costing step's line: one
+    scheme may cost for seconds on a deep model."""
+
+    def __init__(self, fams: list, step: progress.Task, done: int, note: str):
+        super().__init__(fams)
+        self.step, self.done, self.note = step, done, note
+
+    def __iter__(self):
+        for k, fam in enumerate(super().__iter__()):
+            self.step.update(self.done, f"{self.note}, block end {k + 1}/{len(self)}")
+            yield fam
 
 
 def edge_layer_pixels(model: Model, e: Edge) -> dict[int, int]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 import weakref
 
-import networkx as nx
 import numpy as np
 
 from ..model.ir import Model
@@ -40,9 +39,11 @@ class FusionGraph:
         self._g = None
 
     @property
-    def g(self) -> nx.MultiDiGraph:
-        """The graph as networkx sees it (made when first asked: the solvers use the arrays)."""
+    def g(self):
+        """The graph as networkx sees it, a MultiDiGraph (made when first asked: the solvers use
+        the arrays, and a command that plans does not import networkx)."""
         if self._g is None:
+            import networkx as nx
             self._g = nx.MultiDiGraph()
             self._g.add_nodes_from(range(self.n_nodes))
             for idx, e in enumerate(self.edges):
