@@ -70,7 +70,7 @@ def main(argv=None) -> int:
     for (name, board, label), (r, error, plan, big) in results:
         if r is None:
             fits = not any(w in error for w in ("infeasible", "overflow", "will not fit",
-                                                "has only", "plans that fit"))
+                                                "has only", "plans that fit", "B of flash"))
             unfit += not fits
             print(f"| {name} | {board} | {label} | "
                   f"{'error: ' + error[:90] if fits else 'does not fit the board'} ||||")
