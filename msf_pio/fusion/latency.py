@@ -117,12 +117,15 @@ def count_table(model: Model, edges: list[Edge], dsp: bool = False, step=None) -
                                           e.detail.get("g")))
             if step is not None:
                 step.advance()
+    lowest: dict[int, int] = {}       # per end, the lowest block start of any scheme
+    for (end, _, _), ks in families.items():
+        lowest[end] = min([lowest.get(end, end)] + [edges[k].first for k in ks])
+    memo: dict = {}                   # what a scheme's layer_counts share (a column sweep)
     for (end, name, tile_rows), ks in families.items():
-        lowest = min(edges[k].first for k in ks)
-        of = schemes.get(name).layer_counts(model, end, lowest, tile_rows, dsp)
-        rings = {l: vector(of(l, False, False)) for l in range(lowest + 1, end)}
+        of = schemes.get(name).layer_counts(model, end, lowest[end], tile_rows, dsp, memo)
+        rings = {l: vector(of(l, False, False)) for l in range(lowest[end] + 1, end)}
         inner = {end: np.zeros(len(FEATURES), dtype=np.int64)}   # layers l..end-1, rings
-        for l in range(end - 1, lowest, -1):
+        for l in range(end - 1, lowest[end], -1):
             inner[l] = inner[l + 1] + rings[l]
         tails: dict[tuple, np.ndarray] = {}
         for k in ks:

@@ -10,6 +10,10 @@ the code generator read it only through this registry. A scheme module has:
 - counts(model, edge, end, staged, dsp): the latency counts of the block's spatial layers
   first..end as its executor runs them (kernel_counts.py); `staged`: the last layer's pixels
   go one by one (an iterative head, a streamed end);
+- optionally layer_counts(model, end, lowest, tile_rows, dsp, memo): counts per layer of the
+  blocks ending at `end` (latency.count_table prices a family of blocks at once with it; a
+  layer's counts may not depend on where its block starts, but for a first layer reading the
+  whole input and a last one staging); `memo` a dict shared by one table's calls;
 - layer_pixels(model, edge, end): the output pixels every spatial layer computes;
 - label(edge), json_fields(edge): its parameters, as reports and the plan JSON give them.
 The order below is the order of parallel edges between the same tensors (the solvers keep the

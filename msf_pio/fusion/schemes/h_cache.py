@@ -58,12 +58,16 @@ def _rows_and_columns(model: Model, e: Edge, end: int):
     return block_schedule(model, end, e.first, e.tile_rows, sweep), sweep[1]
 
 
-def layer_counts(model: Model, end: int, lowest: int, tile_rows: int,
-                 dsp: bool) -> Callable[[int, bool, bool], dict]:
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
+                 memo: dict | None = None) -> Callable[[int, bool, bool], dict]:
     """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
     of(layer, whole_input, staged): every tile, one kernel call per column; the block's first
-    layer reads the whole block input, the others column rings."""
-    sweep = column_sweep(model, end, lowest)
+    layer reads the whole block input, the others column rings. `memo`: a dict kept across
+    calls (the column sweep is the same for every tile height)."""
+    memo = {} if memo is None else memo
+    if ("columns", end, lowest) not in memo:
+        memo["columns", end, lowest] = column_sweep(model, end, lowest)
+    sweep = memo["columns", end, lowest]
     sched, produced = block_schedule(model, end, lowest, tile_rows, sweep), sweep[1]
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:

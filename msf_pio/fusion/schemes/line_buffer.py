@@ -103,12 +103,13 @@ def _row_call(layer) -> bool:
     return one_pixel and not layer.slope_per_pixel
 
 
-def layer_counts(model: Model, end: int, lowest: int, tile_rows: int,
-                 dsp: bool) -> Callable[[int, bool, bool], dict]:
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
+                 memo: dict | None = None) -> Callable[[int, bool, bool], dict]:
     """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
     of(layer, whole_input, staged): every row once over the full width, a kernel call per row
     or per pixel (the last layer's pixels go one by one when staged; every layer reads whole
-    rows). A ring's slides (memmoves) are not a feature yet: not predicted."""
+    rows). A ring's slides (memmoves) are not a feature yet: not predicted. `memo`: unused (one
+    row sweep per end)."""
     sweep = row_sweep(model, end, lowest)
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:
