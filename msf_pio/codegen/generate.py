@@ -39,8 +39,9 @@ class Sources:
 
 def c_array(ctype: str, name: str, values, per_line: int = 24, storage: str = "static const") -> str:
     """A C array definition of integers (weights go to flash as const)."""
-    flat = [int(v) for v in np.asarray(values).reshape(-1)]
-    lines = [", ".join(str(v) for v in flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
+    a = np.asarray(values).reshape(-1)
+    flat = list(map(str, a.tolist() if a.dtype.kind in "iu" else [int(v) for v in a]))
+    lines = [", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
     body = ",\n    ".join(lines) if lines else "0"
     return f"{storage} {ctype} {name}[{max(len(flat), 1)}] = {{\n    {body}\n}};\n"
 
