@@ -85,3 +85,12 @@ def add(counts: dict[str, int], more: dict) -> dict[str, int]:
     for k, v in more.items():
         counts[k] = counts.get(k, 0) + int(v)
     return counts
+
+
+def block_counts(of, first: int, end: int, staged: bool) -> dict[str, int]:
+    """The counts of a block's spatial layers first..end, from a scheme's layer_counts `of`
+    (its first layer reads the whole block input)."""
+    out: dict[str, int] = {}
+    for l in range(first, end + 1):
+        add(out, of(l, l == first, staged))
+    return out

@@ -23,7 +23,7 @@ from .. import stream_input
 from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
 from ..geometry import col_taps, demand_sweep, row_taps, tap_macs
-from ..kernel_counts import add, spatial_counts
+from ..kernel_counts import block_counts, spatial_counts
 
 NAME = "line-buffer"
 EXECUTOR = "line_buffer"      # reference/schemes/line_buffer.py, library/src/schemes/line_buffer.c
@@ -125,11 +125,8 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
 
 def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
     """Latency counts of the block's spatial layers (layer_counts)."""
-    of = layer_counts(model, end, e.first, e.tile_rows, dsp)
-    out: dict[str, int] = {}
-    for l in range(e.first, end + 1):
-        add(out, of(l, l == e.first, staged))
-    return out
+    return block_counts(layer_counts(model, end, e.first, e.tile_rows, dsp), e.first, end,
+                        staged)
 
 
 def layer_pixels(model: Model, e: Edge, end: int) -> dict[int, int]:
