@@ -1,6 +1,6 @@
 """The channel-split scheme of inverted-residual triples three ways: the cost model's buffers and
-MACs (msf_pio/fusion/schemes/channel_split.py), the numpy reference running the schedule a tile and a
-channel group at a time through rings of exactly those sizes (msf_pio/reference/
+MACs (msf_pio/fusion/schemes/channel_split.py), the numpy reference running the schedule a tile
+and a channel group at a time through rings of exactly those sizes (msf_pio/reference/schemes/
 channel_split.py) and the C runtime (library/src/channel_split.c): bit-exact with the unfused
 model, the MACs counted and the arena high-water measured equal to the predictions."""
 import json
@@ -20,9 +20,9 @@ from msf_pio.fusion.plan import Plan
 from msf_pio.fusion.schemes import channel_split
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
-from msf_pio.reference.channel_split import run_block
-from msf_pio.reference.plan import ring_sizes, run_plan, shared_region
-from msf_pio.reference.regions import RingError
+from msf_pio.reference.plan import run_plan, shared_region
+from msf_pio.reference.regions import RingError, ring_sizes
+from msf_pio.reference.schemes.channel_split import run_block
 from msf_pio.verify import quantized_model, seeded_input
 from tests.cross import CROSS
 from tests.host_checks import check_plan_in_c

@@ -1,7 +1,7 @@
 """The H-cache in tiles of t output rows (t = 1: msf-CNN's H-cache; t > 1: the `tiles` scheme)
 three ways: the cost model's rings and MACs (msf_pio/fusion/exact_cost.py), the numpy reference
 that runs the schedule tile by tile, column by column through rings of exactly those sizes
-(msf_pio/reference/h_cache.py) and the C runtime (library/src/executor.c)."""
+(msf_pio/reference/schemes/h_cache.py) and the C runtime (library/src/executor.c)."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -12,8 +12,9 @@ from msf_pio.fusion.plan import Plan
 from msf_pio.model import ir
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
-from msf_pio.reference.h_cache import RingError, run_block
-from msf_pio.reference.plan import ring_sizes, run_plan, shared_region
+from msf_pio.reference.plan import run_plan, shared_region
+from msf_pio.reference.regions import ring_sizes
+from msf_pio.reference.schemes.h_cache import RingError, run_block
 from msf_pio.verify import quantized_model, seeded_input
 from tests.host_checks import check_plan_in_c
 from tests.random_models import small_specs

@@ -37,6 +37,12 @@ TIERS = {
         ["msf_pio.fusion.schemes.*"],                                # one module a scheme
         ["msf_pio.fusion.schemes"],                                  # the registry
     ],
+    "msf_pio.reference": [
+        ["msf_pio.reference.*"],                    # layers whole, regions, rings, overlaps
+        ["msf_pio.reference.schemes.*"],            # one executor a scheme
+        ["msf_pio.reference.schemes"],              # found through the scheme registry
+        ["msf_pio.reference.plan"],
+    ],
 }
 # -- Python --------------------------------------------------------------------------------
 def python_modules(package: Path) -> dict[str, Path]:

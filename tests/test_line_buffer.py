@@ -1,6 +1,6 @@
 """The line-buffer scheme three ways: the cost model's rings and MACs (msf_pio/fusion/
 line_buffer.py), the numpy reference that runs the schedule through rings of exactly those rows
-(msf_pio/reference/line_buffer.py) and the C runtime (library/src/line_buffer.c)."""
+(msf_pio/reference/schemes/line_buffer.py) and the C runtime (library/src/line_buffer.c)."""
 import math
 
 import numpy as np
@@ -11,7 +11,7 @@ from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
-from msf_pio.reference.line_buffer import RingError, run_block
+from msf_pio.reference.schemes.line_buffer import RingError, run_block
 from msf_pio.fusion.reuse import DETAIL as OVERLAP
 from msf_pio.reference.plan import run_plan, shared_region
 from msf_pio.verify import quantized_model, seeded_input

@@ -1,4 +1,5 @@
-"""A plan run by the reference: every fusion block through the schedule of its cache scheme."""
+"""A plan run by the reference: every fusion block through the executor of its cache scheme
+(schemes/), single layers whole."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,16 +7,10 @@ import numpy as np
 from ..model import ir
 from ..model.ir import Model
 from ..fusion.reuse import DETAIL as OVERLAP
-from . import channel_split, h_cache, line_buffer
 from .executor import run_layer
 from .overlap import SharedRegion
+from .schemes import executor_of, line_buffer
 from .stream_input import StreamedInput
-
-
-def ring_sizes(edge) -> dict[int, tuple[int, int]]:
-    """Tensor -> (rows, columns) of every ring of a fusion block edge."""
-    return {b["tensor"]: (b["rows"], b["cols"]) for b in edge.detail.get("scratch", [])
-            if b["kind"] == "ring"}
 
 
 def run_plan(model: Model, blocks, x: np.ndarray, source=None) -> np.ndarray:
@@ -51,22 +46,12 @@ def shared_region(model: Model, e, shift: int | None = None) -> SharedRegion | N
 def run_edge(model: Model, e, tensors: dict) -> None:
     """Adds tensor e.last + 1 to `tensors`. A single window layer on a streamed input runs row
     by row (as the C runtime does), a head layer on it reads every row."""
-    rings = ring_sizes(e)
     streamed = isinstance(tensors.get(e.first), StreamedInput)
-    shared = shared_region(model, e)
     if streamed and not e.fused and model.layers[e.first].op in ir.SPATIAL_OPS:
         tensors[e.first + 1], _ = line_buffer.run_block(model, e.first, e.last, {}, tensors)
     elif streamed and not e.fused:
         tensors[e.first + 1] = run_layer(model, e.first, {0: tensors[0].whole()})
-    elif e.scheme == "line-buffer":
-        rows = {t: r for t, (r, _) in rings.items()}
-        tensors[e.last + 1], _ = line_buffer.run_block(model, e.first, e.last, rows, tensors,
-                                                       shared)
-    elif e.scheme == "channel-split":
-        tensors[e.last + 1], _ = channel_split.run_block(model, e.first, e.tile_rows,
-                                                         e.detail["g"], rings, tensors, shared)
     elif e.fused:
-        tensors[e.last + 1], _ = h_cache.run_block(model, e.first, e.last, e.tile_rows,
-                                                   rings, tensors, shared)
+        tensors[e.last + 1] = executor_of(e).run_edge(model, e, tensors, shared_region(model, e))
     else:
         tensors[e.first + 1] = run_layer(model, e.first, tensors)

@@ -21,6 +21,12 @@ class RingError(AssertionError):
     """A pixel was read outside its ring: the ring is too small for the schedule."""
 
 
+def ring_sizes(edge) -> dict[int, tuple[int, int]]:
+    """Tensor -> (rows, columns) of every ring of a fusion block edge (the cost model's)."""
+    return {b["tensor"]: (b["rows"], b["cols"]) for b in edge.detail.get("scratch", [])
+            if b["kind"] == "ring"}
+
+
 def input_span(layer: ir.Layer, lo: int, hi: int, axis: int) -> tuple[int, int]:
     """Input positions [a, b] (axis 0 rows, 1 columns) that outputs lo..hi of `layer` read."""
     if layer.op in ir.BINARY_OPS:

@@ -14,14 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import ir
-from ..model.ir import Model
-from .executor import run_layer
-from .overlap import SharedRegion
-from .regions import RingError, input_span, run_region
+from ...model import ir
+from ...model.ir import Model
+from ..executor import run_layer
+from ..overlap import SharedRegion
+from ..regions import RingError, input_span, ring_sizes, run_region
 
 
-class _ColumnRing:
+class ColumnRing:
     """A column ring laid out as the C runtime lays it out: column c in slot c % cols, row r at
     position r - row0 (row0 set per tile), every pixel recording which tensor pixel it holds.
     A depthwise output written over it (`over`: rings of rows 0) puts its pixel (r, x) where
@@ -82,6 +82,12 @@ def tile_rows_needed(model: Model, first: int, end: int, y0: int, y1: int
     return need
 
 
+def run_edge(model: Model, e, tensors: dict[int, np.ndarray],
+             shared: SharedRegion | None = None) -> np.ndarray:
+    """Tensor e.last + 1 of the fusion block edge e (H-cache tiles of e.tile_rows rows)."""
+    return run_block(model, e.first, e.last, e.tile_rows, ring_sizes(e), tensors, shared)[0]
+
+
 def run_block(model: Model, first: int, last: int, tile_rows: int,
               rings: dict[int, tuple[int, int]], tensors: dict[int, np.ndarray],
               shared: SharedRegion | None = None) -> tuple[np.ndarray, dict[int, int]]:
@@ -103,7 +109,7 @@ def run_block(model: Model, first: int, last: int, tile_rows: int,
         for t in range(first + 1, end + 1):
             rows, cols = rings[t]
             if rows or layers[t - 1].op != ir.DEPTHWISE or t - 1 not in ring:
-                ring[t] = _ColumnRing(t, rows, cols, model.tensor_shape(t)[2])
+                ring[t] = ColumnRing(t, rows, cols, model.tensor_shape(t)[2])
             else:                                   # a depthwise output over its input
                 ring[t] = ring[t - 1]
                 ring[t].over[t] = layers[t - 1]

@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model import ir
-from ..model.ir import Model
-from .executor import run_layer
-from .overlap import SharedRegion
-from .regions import RingError, input_span, run_region
+from ...model import ir
+from ...model.ir import Model
+from ..executor import run_layer
+from ..overlap import SharedRegion
+from ..regions import RingError, input_span, ring_sizes, run_region
 
-__all__ = ["RingError", "run_block"]
+__all__ = ["RingError", "run_block", "run_edge"]
 
 
 class _Ring:
@@ -34,6 +34,13 @@ class _Ring:
             raise RingError(f"tensor {self.tensor}: rows {missing} not in its ring of "
                             f"{self.capacity} rows")
         return np.stack([self.rows[r] for r in range(lo, hi + 1)])
+
+
+def run_edge(model: Model, e, tensors: dict[int, np.ndarray],
+             shared: SharedRegion | None = None) -> np.ndarray:
+    """Tensor e.last + 1 of the line-buffer edge e, through rings of its rows."""
+    rows = {t: r for t, (r, _) in ring_sizes(e).items()}
+    return run_block(model, e.first, e.last, rows, tensors, shared)[0]
 
 
 def run_block(model: Model, first: int, last: int, ring_rows: dict[int, int],

@@ -6,7 +6,7 @@ tile of t output rows and each group of g expanded channels, the column sweep co
 group's expanded columns on demand into a column ring of g channels, the group's depthwise
 output column (t rows, g channels) into a one-column ring, and adds its projection (the group's
 input channels of the project's weights) to int32 sums of the tile's output; after the last
-group the sums plus the bias are requantized. The rings are _ColumnRing's (h_cache.py): reading
+group the sums plus the bias are requantized. The rings are ColumnRing's (h_cache.py): reading
 a pixel they do not hold raises RingError, so a run checks the cost model's buffer sizes.
 """
 from __future__ import annotations
@@ -15,12 +15,19 @@ from fractions import Fraction
 
 import numpy as np
 
-from .. import numerics as nm
-from ..fusion.schemes.channel_split import group_model
-from ..model.ir import Model
-from .h_cache import _ColumnRing, tile_rows_needed
-from .overlap import SharedRegion
-from .regions import input_span, run_region
+from ... import numerics as nm
+from ...fusion.schemes.channel_split import group_model
+from ...model.ir import Model
+from .h_cache import ColumnRing, tile_rows_needed
+from ..overlap import SharedRegion
+from ..regions import input_span, ring_sizes, run_region
+
+
+def run_edge(model: Model, e, tensors: dict[int, np.ndarray],
+             shared: SharedRegion | None = None) -> np.ndarray:
+    """Tensor e.last + 1 of the channel-split edge e (groups of e.detail["g"] channels)."""
+    return run_block(model, e.first, e.tile_rows, e.detail["g"], ring_sizes(e), tensors,
+                     shared)[0]
 
 
 def run_block(model: Model, first: int, tile_rows: int, g: int,
@@ -49,7 +56,7 @@ def run_block(model: Model, first: int, tile_rows: int, g: int,
         need = tile_rows_needed(model, i, end, y0, y1)
         sums = np.zeros((y1 - y0 + 1, width, cout), dtype=np.int64)
         for c, sub in groups:
-            ring = {t: _ColumnRing(t, *rings[t], g) for t in (exp, dw)}
+            ring = {t: ColumnRing(t, *rings[t], g) for t in (exp, dw)}
             for t in (exp, dw):
                 ring[t].start_tile(need[t][0])
             produced = -1
