@@ -72,12 +72,12 @@ RUNTIME = REPO / "library" / "src"
 
 
 def unit_of(path: str) -> str:
-    """The predictor's unit of a runtime source file: kernels/<op>_s8.c -> op, the line-buffer
-    and channel-split executors; "" for what every edge runs."""
+    """The predictor's unit of a runtime source file: kernels/<op>_s8.c -> op,
+    schemes/<executor>.c -> the executor (a scheme's EXECUTOR); "" for what every edge runs."""
     p = Path(path)
     if p.parent.name == "kernels" and p.name.endswith("_s8.c") and p.name != "requant_s8.c":
         return p.name[:-len("_s8.c")]
-    return {"line_buffer.c": "line-buffer", "channel_split.c": "channel-split"}.get(p.name, "")
+    return p.stem if p.parent.name == "schemes" and p.suffix == ".c" else ""
 
 
 def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | None):
@@ -214,18 +214,27 @@ def main(argv=None) -> int:
                          f"scripts/real_boards.py reads ({', '.join(REAL)} with --boards)")
     args = ap.parse_args(argv)
     profiles = json.loads(stack.PROFILES.read_text()) if stack.PROFILES.is_file() else {}
-    with tempfile.TemporaryDirectory() as scratch:
-        tmp = Path(args.keep or scratch)
-        core = str(tmp / "core")
-        bootstrap.install_tool_scons(core, log=lambda _m: None)
-        for board in args.boards.split(","):
-            if board in REAL and not args.real:
-                raise SystemExit(f"{board}: a real board needs --real PACKAGES")
-            profiles[board] = calibrate(core, tmp, board, args.jobs, args.real)
-            fns = profiles[board]["functions"]
-            print(f"{board}: {len(fns)} functions, entry {profiles[board]['entry']}, "
-                  f"largest frame {max(f['frame'] for f in fns.values())} B", flush=True)
+    boards = args.boards.split(",")
+    for board in boards:
+        if board in REAL and not args.real:
+            raise SystemExit(f"{board}: a real board needs --real PACKAGES")
+    # the builds predict their plan's stack from the stored profiles: a board's stale profile
+    # (the C changed) is left out while it is calibrated, and put back if calibrating fails
+    stale = {b: profiles.pop(b) for b in boards if b in profiles}
     stack.PROFILES.write_text(stack.dump_profiles(profiles))
+    try:
+        with tempfile.TemporaryDirectory() as scratch:
+            tmp = Path(args.keep or scratch)
+            core = str(tmp / "core")
+            bootstrap.install_tool_scons(core, log=lambda _m: None)
+            for board in boards:
+                profiles[board] = calibrate(core, tmp, board, args.jobs, args.real)
+                fns = profiles[board]["functions"]
+                print(f"{board}: {len(fns)} functions, entry {profiles[board]['entry']}, "
+                      f"largest frame {max(f['frame'] for f in fns.values())} B", flush=True)
+    finally:
+        profiles.update({b: p for b, p in stale.items() if b not in profiles})
+        stack.PROFILES.write_text(stack.dump_profiles(profiles))
     print(f"wrote {stack.PROFILES.relative_to(REPO)}")
     return 0
 

@@ -3,10 +3,10 @@ the channel-split scheme's plans, and a lower bound over a wider family.
 
 Exact cost model, the paper's convention (network input and output in the caller's buffers).
 
-1. The channel split (msf_pio/fusion/schemes/channel_split.py, library/src/channel_split.c): an
-   inverted-residual triple as H-cache tiles of t output rows whose expansion is computed g
-   channels at a time into int32 sums of the tile's output. Its edges are the fusion graph's
-   own; P1 is solved per F max with and without them.
+1. The channel split (msf_pio/fusion/schemes/channel_split.py,
+   library/src/schemes/channel_split.c): an inverted-residual triple as H-cache tiles of t
+   output rows whose expansion is computed g channels at a time into int32 sums of the tile's
+   output. Its edges are the fusion graph's own; P1 is solved per F max with and without them.
 2. The bound. The 20x20x16 tensors (6,400 B) are the crux: a plan has an edge that reads, writes
    or crosses the first of them (T6). Tensors 1-5 and 7-8 are whole > 12 kB, so that edge is a
    block from T0 or T6 to T6, T9, T12, T14 or a narrow tensor after. The bound credits such a

@@ -57,8 +57,8 @@ def symbols(elf: Path):
     return [a for a, _ in rows], [n for _, n in rows]
 
 
-EXECUTORS = {"msf_run_edge": "h-cache", "msf_run_channel_split": "channel-split",
-             "msf_run_line_buffer": "line-buffer"}
+EXECUTORS = {"msf_run_edge": "h-cache", "msf_run_h_cache": "h-cache",
+             "msf_run_channel_split": "channel-split", "msf_run_line_buffer": "line-buffer"}
 
 
 def profile(log_lines, starts, names) -> Counter:

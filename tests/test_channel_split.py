@@ -1,8 +1,8 @@
 """The channel-split scheme of inverted-residual triples three ways: the cost model's buffers and
 MACs (msf_pio/fusion/schemes/channel_split.py), the numpy reference running the schedule a tile
 and a channel group at a time through rings of exactly those sizes (msf_pio/reference/schemes/
-channel_split.py) and the C runtime (library/src/channel_split.c): bit-exact with the unfused
-model, the MACs counted and the arena high-water measured equal to the predictions."""
+channel_split.py) and the C runtime (library/src/schemes/channel_split.c): bit-exact with the
+unfused model, the MACs counted and the arena high-water measured equal to the predictions."""
 import json
 import subprocess
 import shutil

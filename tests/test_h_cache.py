@@ -1,7 +1,7 @@
 """The H-cache in tiles of t output rows (t = 1: msf-CNN's H-cache; t > 1: the `tiles` scheme)
 three ways: the cost model's rings and MACs (msf_pio/fusion/exact_cost.py), the numpy reference
 that runs the schedule tile by tile, column by column through rings of exactly those sizes
-(msf_pio/reference/schemes/h_cache.py) and the C runtime (library/src/executor.c)."""
+(msf_pio/reference/schemes/h_cache.py) and the C runtime (library/src/schemes/h_cache.c)."""
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings

@@ -44,6 +44,15 @@ TIERS = {
         ["msf_pio.reference.plan"],
     ],
 }
+C_TIERS = [      # bottom first, as units (a file, with its header of the same name) under library/
+    ["include/*"],
+    ["src/kernels/*", "src/board/*", "src/measure", "src/profile"],
+    ["src/edge"],                                   # the shared edge walker
+    ["src/schemes/*"],                              # one executor a cache scheme
+    ["src/executor"],                               # the one dispatch
+]
+
+
 # -- Python --------------------------------------------------------------------------------
 def python_modules(package: Path) -> dict[str, Path]:
     """Module name -> file, for every .py file of `package` (a package is its __init__)."""
@@ -146,3 +155,113 @@ def test_the_scan_finds_a_circle_and_an_upward_import(tmp_path):
     graph = python_imports(python_modules(pkg))
     assert circles(graph) == [["msf_pio.fusion.exact_cost", "msf_pio.fusion.line_buffer"]]
     assert upward(graph, python_rank) == ["msf_pio.model.ir -> msf_pio.fusion.exact_cost"]
+
+
+# -- C ---------------------------------------------------------------------------------------
+C_KEYWORDS = {"if", "for", "while", "switch", "return", "sizeof", "do", "else", "case",
+              "static", "inline", "const", "void", "struct", "enum", "typedef", "unsigned"}
+
+
+def _scan_c(text: str) -> tuple[list[str], dict[str, bool], set[str]]:
+    """What a C file includes ("..."), the functions it defines (name -> external linkage) and
+    the identifiers it uses in function bodies, initializers and macros (a declaration at file
+    scope uses nothing)."""
+    text = re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S).replace("\\\n", " ")
+    text = re.sub(r"#\s*ifdef\s+__cplusplus.*?#\s*endif", " ", text, flags=re.S)   # extern "C"
+    includes = re.findall(r'^\s*#\s*include\s*"([^"]+)"', text, flags=re.M)
+    text = re.sub(r'"(\\.|[^"\\\n])*"|\'(\\.|[^\'\\\n])*\'', " ", text)
+    used: set[str] = set()
+    code = []
+    for line in text.splitlines():
+        if line.lstrip().startswith("#"):
+            if re.match(r"\s*#\s*define\s+\w+", line):      # a macro's body uses its names
+                used |= set(re.findall(r"[A-Za-z_]\w*", line.split(None, 2)[-1]))
+        else:
+            code.append(line)
+    defined: dict[str, bool] = {}
+    depth, head, body = 0, [], False
+    for tok in re.findall(r"[A-Za-z_]\w*|[{}();]", "\n".join(code)):
+        if depth == 0:
+            if tok == "{":
+                body = head[-1:] == [")"]
+                if body:                                   # name ( ... ) {: a definition
+                    i, parens = len(head) - 1, 0
+                    while True:
+                        parens += {")": 1, "(": -1}.get(head[i], 0)
+                        if parens == 0:
+                            break
+                        i -= 1
+                    defined[head[i - 1]] = "static" not in head
+                depth = 1
+            elif tok == ";":
+                head = []
+            else:
+                head.append(tok)
+        elif tok == "{":
+            depth += 1
+        elif tok == "}":
+            depth -= 1
+            if depth == 0 and body:
+                head = []
+        elif tok[0].isalpha() or tok[0] == "_":
+            used.add(tok)
+    return includes, defined, used - C_KEYWORDS
+
+
+def c_units(library: Path) -> nx.DiGraph:
+    """Unit -> unit it includes or whose function it uses (a call, or a pointer in a table);
+    a unit is a file with its header of the same name, named by its path under `library`."""
+    library = library.resolve()
+    unit = lambda p: p.resolve().relative_to(library).with_suffix("").as_posix()
+    scans = {p: _scan_c(p.read_text()) for p in sorted(library.rglob("*"))
+             if p.suffix in (".c", ".h")}
+    owners: dict[str, set[str]] = {}           # function -> the units that may define it
+    for p, (_, defined, _) in scans.items():
+        for name, external in defined.items():
+            if external or p.suffix == ".h":
+                owners.setdefault(name, set()).add(unit(p))
+    graph = nx.DiGraph()
+    for p, (includes, defined, used) in scans.items():
+        graph.add_node(unit(p))
+        for inc in includes:
+            found = [b / inc for b in (p.parent, library / "include", library / "src")
+                     if (b / inc).is_file()]
+            if found:
+                graph.add_edge(unit(p), unit(found[0]))
+        for name in used - set(defined):
+            if len(owners.get(name, ())) == 1:     # several: a board's port, chosen by flags
+                graph.add_edge(unit(p), next(iter(owners[name])))
+    graph.remove_edges_from(list(nx.selfloop_edges(graph)))
+    return graph
+
+
+def c_rank(name: str) -> tuple:
+    tiers = [i for i, t in enumerate(C_TIERS) if any(fnmatch(name, p) for p in t)]
+    assert tiers, f"{name}: in no tier"
+    return (tiers[-1],)
+
+
+def test_c_runtime_has_no_circle_and_runs_down():
+    """The C runtime: the dispatch calls the schemes' executors, they call the shared edge
+    walker, which calls the kernels and no executor."""
+    graph = c_units(ROOT / "library")
+    assert {("src/executor", "src/schemes/h_cache"), ("src/schemes/line_buffer", "src/edge"),
+            ("src/edge", "src/kernels/conv2d_s8")} <= set(graph.edges)   # the scan sees calls
+    assert circles(graph) == []
+    assert upward(graph, c_rank) == []
+    assert not [u for u in nx.descendants(graph, "src/edge") if u.startswith("src/schemes/")]
+
+
+def test_the_c_scan_finds_a_circle_and_an_upward_call(tmp_path):
+    """What issue 23 found in C: a scheme's executor calling back into the dispatch file that
+    calls it, through the shared walker."""
+    (tmp_path / "src" / "schemes").mkdir(parents=True)
+    (tmp_path / "src" / "executor.c").write_text(
+        "void msf_layer_column(void) {}\nvoid msf_run_edge(void) { msf_run_line_buffer(); }\n")
+    (tmp_path / "src" / "schemes" / "line_buffer.c").write_text(
+        '#include "../edge.h"\nvoid msf_run_line_buffer(void) { msf_block_column(); }\n')
+    (tmp_path / "src" / "edge.h").write_text(
+        "static inline void msf_block_column(void) { msf_layer_column(); }\n")
+    graph = c_units(tmp_path)
+    assert circles(graph) == [["src/edge", "src/executor", "src/schemes/line_buffer"]]
+    assert upward(graph, c_rank) == ["src/edge -> src/executor"]

@@ -1,6 +1,6 @@
 """The line-buffer scheme three ways: the cost model's rings and MACs (msf_pio/fusion/
 line_buffer.py), the numpy reference that runs the schedule through rings of exactly those rows
-(msf_pio/reference/schemes/line_buffer.py) and the C runtime (library/src/line_buffer.c)."""
+(msf_pio/reference/schemes/line_buffer.py) and the C runtime (library/src/schemes/line_buffer.c)."""
 import math
 
 import numpy as np

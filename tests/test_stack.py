@@ -126,25 +126,30 @@ def test_prediction_follows_the_kernels_of_the_plan():
 
 
 def test_the_executors_arrays_grow_with_the_block():
-    """msf_run_edge's variable-length arrays take a slot per layer of the block: the same
-    H-cache executor path is deeper for a block of more layers, by the arrays' bytes."""
+    """The H-cache executor's variable-length arrays take a slot per layer of the block: the
+    same path is deeper for a block of more layers, by the arrays' bytes."""
     board = stack.boards()[0]
     graph = stack._graph(board)
     units = frozenset({"conv2d"})
-    short, _ = graph.deepest("msf_run_edge", units, "h-cache", 2)
-    long, _ = graph.deepest("msf_run_edge", units, "h-cache", 12)
+    short, _ = graph.deepest("msf_run_edge", units | {"h_cache"}, "h_cache", 2)
+    long, _ = graph.deepest("msf_run_edge", units | {"h_cache"}, "h_cache", 12)
     align = graph.align
-    sizes = lambda n: sum(stack._round(b, align) for b in stack.VLAS["msf_run_edge"][1](n))
+    sizes = lambda n: sum(stack._round(b, align) for b in stack.VLAS["msf_run_h_cache"][1](n))
     assert long - short == sizes(12) - sizes(2) >= 10 * 80
     # a single spatial layer (a vanilla plan's edge, n = 1) runs the same path with its arrays
     # (measured on qemu_hifive1b, tiny vanilla: 1,108 B against 976 B predicted without them)
-    one, _ = graph.deepest("msf_run_edge", units, "single", 1)
+    one, _ = graph.deepest("msf_run_edge", units | {"h_cache"}, "h_cache", 1)
     assert short - one == sizes(2) - sizes(1) > 0
-    # a line-buffer edge leaves msf_run_edge before its arrays: only the line buffer's count
-    _, path = graph.deepest("msf_run_edge", units | {"line-buffer"}, "line-buffer", 12)
+    model = quantized_model("tiny")
+    single = next(e for e in plan_model(model, "vanilla")[0].blocks
+                  if model.layers[e.first].op == ir.CONV)
+    assert stack.executor(model, single) == "h_cache"
+    # a line-buffer edge goes from the dispatch to its own executor: only its arrays count
+    _, path = graph.deepest("msf_run_edge", units | {"line_buffer"}, "line_buffer", 12)
     frames = dict(path)
     static = stack.profile(board)["functions"]
     assert frames["msf_run_edge"] == static["msf_run_edge"]["frame"]
+    assert "msf_run_h_cache" not in frames
     lb = sum(stack._round(b, align) for b in stack.VLAS["msf_run_line_buffer"][1](12))
     assert frames["msf_run_line_buffer"] == static["msf_run_line_buffer"]["frame"] + lb
 

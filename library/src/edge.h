@@ -1,8 +1,10 @@
-/* What the two fusion-block executors (executor.c: H-cache, line_buffer.c: line buffer) share:
- * where an edge's tensors are, its output view (a whole tensor, the staged pixel of an
- * iterative head or of a streamed output) and the head's last step. Internal to the runtime.
- * The helpers run once or more per kernel call are MSF_INLINE: the firmware's -Os build made
- * some of them out-of-line calls inside the demand-driven descent. */
+/* The shared edge walker: what the cache schemes' executors (schemes/) share, and calls no
+ * executor: where an edge's tensors are, the demand-driven descent to the next layer to run,
+ * a layer's column through its kernel (edge.c), its output view (a whole tensor, the staged
+ * pixel of an iterative head or of a streamed output), the head's last step, rings of rows
+ * and a streamed input's rows. Internal to the runtime. The helpers run once or more per
+ * kernel call are MSF_INLINE: the firmware's -Os build made some of them out-of-line calls
+ * inside the demand-driven descent. */
 #ifndef MSF_EDGE_H
 #define MSF_EDGE_H
 
@@ -55,11 +57,11 @@ MSF_INLINE int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
  * reads (its first input, then its second, if made in the block) to a layer whose inputs are
  * ready. next[l]: the next position of layer l; produced[t]: the last of local tensor t (the
  * output of layer t - 1; tensor 0, the block input, and older tensors are whole). This is the
- * order the cost model simulates (exact_cost.py's column sweep, line_buffer.py's row sweep: a
- * recursion). The descent is kept in path[0 .. *depth) (the last layer first) and resumed from
- * the layer that lacked the returned layer's output once the caller pops it (--*depth) after
- * computing it: computing a layer changes only what its consumer on the path reads, so the
- * layers above that one would descend the same way again. */
+ * order the cost model simulates (msf_pio/fusion/geometry.py's demand sweep along the
+ * columns or the rows: a recursion). The descent is kept in path[0 .. *depth) (the last layer
+ * first) and resumed from the layer that lacked the returned layer's output once the caller
+ * pops it (--*depth) after computing it: computing a layer changes only what its consumer on
+ * the path reads, so the layers above that one would descend the same way again. */
 MSF_INLINE int32_t msf_ready_layer(const msf_block_t *b, const int32_t *next,
                                    const int32_t *produced, int rows, int32_t *path,
                                    int32_t *depth)
@@ -208,13 +210,5 @@ static inline void msf_pull_rows(const msf_block_t *b, const msf_source_t *sourc
         source->fn(*pulled, msf_pixel(v, *pulled, 0), source->ctx);
     }
 }
-
-/* The line-buffer executor of a fusion block (line_buffer.c). */
-void msf_run_line_buffer(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
-                         const int8_t *input, const msf_sink_t *sink,
-                         const msf_source_t *source);
-
-/* The channel-split executor of an inverted-residual triple (channel_split.c). */
-void msf_run_channel_split(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out);
 
 #endif /* MSF_EDGE_H */

@@ -1,5 +1,10 @@
-/* Arena painting for measured RAM: see msf_paint_free in msf/runtime.h. */
+/* The instrumented builds' measurements: arena painting for measured RAM (msf_paint_free in
+ * msf/runtime.h) and the counted MACs (MSF_COUNT). */
 #include "msf/runtime.h"
+
+#ifdef MSF_COUNT_MACS
+uint64_t msf_macs;
+#endif
 
 #define MSF_PAINT_FIRST 0x55u    /* pass 1 paint; pass 2 paints 0xAA */
 

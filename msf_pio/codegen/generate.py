@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import numerics
 from ..errors import MsfError
+from ..fusion import schemes
 from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
@@ -25,8 +26,6 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
-SCHEMES = {"h-cache": "MSF_H_CACHE", "tiles": "MSF_H_CACHE",        # enum msf_scheme
-           "line-buffer": "MSF_LINE_BUFFER", "channel-split": "MSF_CHANNEL_SPLIT"}
 EXTERNAL = "MSF_EXTERNAL"
 
 
@@ -132,13 +131,19 @@ def block_shape(model: Model, e) -> tuple[int, int]:
     return end - e.first + 1, e.last - end
 
 
+def _executor(e) -> str:
+    """The C executor of edge e (library/src/schemes/): its scheme's; a single layer's, the
+    H-cache's."""
+    return (schemes.get(e.scheme) if e.fused else schemes.h_cache).EXECUTOR
+
+
 def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     """Arrays and the msf_block_t initializer of edge k."""
     n, head = block_shape(model, e)
     arrays = []
     fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head,
               "stream": int(model.stream_output and e.last + 1 == model.n_layers),
-              "scheme": SCHEMES.get(e.scheme, SCHEMES["h-cache"]),
+              "scheme": f"MSF_{_executor(e).upper()}",           # enum msf_scheme
               "first": e.first,
               **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
               "in_offset": _offset(el.offsets, model, e.first)}
@@ -167,13 +172,14 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     if rings:
         arrays.append(f"static const msf_ring_t ring{k}[{len(rings)}] = {{{', '.join(rings)}}};\n")
         fields["rings"] = f"ring{k}"
-    if e.scheme == "channel-split":
-        a, fields["groups"] = _split_groups(model, k, e)
+    if _executor(e) in EXECUTOR_FIELDS:
+        a, more = EXECUTOR_FIELDS[_executor(e)](model, k, e)
         arrays += a
+        fields.update(more)
     return arrays, "    {" + ", ".join(f".{a} = {v}" for a, v in fields.items()) + "},"
 
 
-def _split_groups(model: Model, k: int, e) -> tuple[list[str], str]:
+def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict]:
     """Per channel group of the channel-split triple of edge k, its expand, depthwise and
     project layers over the group's channels (channel_split.c): the expand's filters and every
     per-channel array are the layer's own from the group's first channel; the depthwise's
@@ -200,7 +206,11 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], str]:
                                                "weights": f"&pwg{k}[{j * co * g}]"})]
     arrays.append("\n".join([f"static const msf_layer_t groups{k}[{3 * n}] = {{", *inits, "};",
                              ""]))
-    return arrays, f"groups{k}"
+    return arrays, {"groups": f"groups{k}"}
+
+
+# executors whose blocks need more than msf_block_t's common fields: their arrays and fields
+EXECUTOR_FIELDS = {"channel_split": _split_groups}
 
 
 def generate(model: Model, plan: Plan, measure: bool = False,

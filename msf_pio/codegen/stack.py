@@ -6,8 +6,8 @@ Per board, stack_profiles.json (beside this file; benchmarks/calibrate_stack.py 
 holds the call graph of the firmwares msf-pio ships (the demo, its `pio test` harness, the
 `msf-pio init` main.c) as compiled and linked for that board: every function's frame and its
 callees (msf_pio/pio/stack_graph.py). An edge runs only the kernels of its layers' ops and its
-scheme's executor: a function of library/src/kernels/<op>_s8.c, line_buffer.c or
-channel_split.c (its profile `unit`) counts only for the edges that use it. The executors'
+scheme's executor: a function of library/src/kernels/<op>_s8.c or library/src/schemes/
+<executor>.c (its profile `unit`) counts only for the edges that use it. The executors'
 variable-length arrays (one slot per layer of the block) are bounded here from the block's
 layer count, as the C declares them (VLAS). Not covered: a firmware of the user's own deeper
 than the shipped ones, and its own interrupt handlers.
@@ -19,8 +19,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..fusion import schemes
 from ..model import ir
-from .generate import SCHEMES, block_shape
+from .generate import block_shape
 
 PROFILES = Path(__file__).with_name("stack_profiles.json")
 INDIRECT = "__indirect_call"
@@ -32,7 +33,6 @@ OP_UNITS = {
     ir.SOFTMAX: "softmax", ir.HARD_SWISH: "activation", ir.LEAKY_RELU: "activation",
     ir.LOGISTIC: "activation", ir.PRELU: "activation",
 }
-SCHEME_UNITS = {"line-buffer": "line-buffer", "channel-split": "channel-split"}
 VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and four int32
 # Calls through a pointer reach every function whose address is taken; one of those may call
 # through a pointer again (freedom-metal's driver tables), counted to this depth of nesting and
@@ -40,23 +40,15 @@ VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and fo
 # model's, whose only calls through pointers are the sink and source callbacks)
 INDIRECT_NESTING = 3
 
-# Variable-length arrays per function, as library/src declares them: the C executor (enum
-# msf_scheme, generate.SCHEMES) whose edges allocate them and, from the block's n, the byte
-# size of each array (GCC rounds each up to the stack alignment). msf_run_edge hands single
-# head layers (n = 0), line-buffer and channel-split edges to their executors first; every
-# other edge (a single spatial layer, n = 1, included) declares its arrays.
+# Variable-length arrays per function, as library/src declares them: the executors whose edges
+# allocate them and, from the block's n, the byte size of each array (GCC rounds each up to the
+# stack alignment). The H-cache's executor runs single spatial layers too (n = 1).
 VLAS = {
-    "msf_run_edge": ("MSF_H_CACHE", lambda n: [
+    "msf_run_h_cache": (("h_cache",), lambda n: [
         VIEW * (n + 1), VIEW * 2 * n, 4 * (n + 1), 4 * (n + 1), 4 * (n + 1), 4 * n, 4 * n]),
-    "msf_run_line_buffer": ("MSF_LINE_BUFFER", lambda n: [
+    "msf_run_line_buffer": (("line_buffer",), lambda n: [
         VIEW * (n + 1), VIEW * 2 * n, 4 * n, 4 * (n + 1), 4 * n, 4 * n, 4 * n]),
 }
-
-
-def declares_arrays(function: str, scheme: str, n: int) -> bool:
-    """Whether `function` declares its variable-length arrays for an edge of this scheme and
-    n (as the C dispatches: generate.SCHEMES gives the executor, h-cache for the rest)."""
-    return n > 0 and SCHEMES.get(scheme, SCHEMES["h-cache"]) == VLAS[function][0]
 
 
 @dataclass(frozen=True)
@@ -84,13 +76,20 @@ def _round(size: int, align: int) -> int:
     return -(-size // align) * align
 
 
+def executor(model, e) -> str:
+    """The executor (library/src/schemes/<executor>.c, the file's profile unit) edge e runs
+    in: its scheme's; a single spatial layer's, the H-cache's; none for a single head layer
+    (msf_run_edge runs it)."""
+    if e.fused:
+        return schemes.get(e.scheme).EXECUTOR
+    return schemes.h_cache.EXECUTOR if block_shape(model, e)[0] else ""
+
+
 def edge_units(model, e) -> frozenset:
-    """The runtime units edge e runs: its layers' kernels and its scheme's executor. An op with
-    no known kernel file makes every unit count."""
+    """The runtime units edge e runs: its layers' kernels and its executor. An op with no known
+    kernel file makes every unit count."""
     units = {OP_UNITS.get(model.layers[l].op, "*") for l in range(e.first, e.last + 1)}
-    if e.scheme in SCHEME_UNITS:
-        units.add(SCHEME_UNITS[e.scheme])
-    return frozenset(units)
+    return frozenset(units | ({executor(model, e)} - {""}))
 
 
 class _Graph:
@@ -101,16 +100,16 @@ class _Graph:
         self.interrupts = prof.get("interrupts", {})
 
     @lru_cache(maxsize=None)
-    def deepest(self, name: str, units: frozenset, scheme: str, n: int,
+    def deepest(self, name: str, units: frozenset, executor: str, n: int,
                 nesting: int = 0) -> tuple[int, tuple]:
         """(bytes, path) of the deepest call path from `name` for an edge of these units, under
         `nesting` calls through pointers."""
         fn = self.functions[name]
         frame = fn["frame"]
-        if name in VLAS and declares_arrays(name, scheme, n):
+        if name in VLAS and executor in VLAS[name][0]:
             frame += sum(_round(b, self.align) for b in VLAS[name][1](n))
         elif fn.get("dynamic") and name in VLAS:
-            pass                                # declared after this edge's executor returns
+            pass                                # another executor's: not on this edge's path
         elif fn.get("dynamic"):
             raise ValueError(f"{name} has a dynamic frame the predictor cannot bound")
         best, via = 0, ()
@@ -121,7 +120,7 @@ class _Graph:
             level = nesting + (callee == INDIRECT)
             if level > INDIRECT_NESTING:
                 continue
-            d, p = self.deepest(callee, units, scheme, n, level)
+            d, p = self.deepest(callee, units, executor, n, level)
             if d > best:
                 best, via = d, p
         return frame + best, ((name, frame),) + via
@@ -153,7 +152,7 @@ def predict(model, plan, board: str) -> StackPrediction | None:
     worst = None
     for k, e in enumerate(plan.blocks):
         n, _ = block_shape(model, e)
-        depth, path = graph.deepest(graph.entry, edge_units(model, e), e.scheme, n)
+        depth, path = graph.deepest(graph.entry, edge_units(model, e), executor(model, e), n)
         if worst is None or depth > worst[0]:
             worst = (depth, path, k)
     irq = graph.interrupt()

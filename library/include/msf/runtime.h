@@ -69,7 +69,7 @@ typedef struct {
 typedef struct {
     uint32_t offset;              /* arena offset */
     uint16_t rows, cols;          /* capacity: rows per tile, column slots; rows 0: a
-                                   * depthwise output over its input's ring (executor.c) */
+                                   * depthwise output over its input's ring (h-cache) */
 } msf_ring_t;
 
 #define MSF_EXTERNAL 0xFFFFFFFFu  /* tensor offset meaning: the caller's input or output */
@@ -87,13 +87,14 @@ typedef struct {
     void *ctx;
 } msf_source_t;
 
-/* How a fusion block caches its internal tensors. */
+/* How a fusion block caches its internal tensors: the executor that runs it
+ * (library/src/schemes/, one file each, dispatched by msf_run_edge). */
 enum msf_scheme {
     MSF_H_CACHE = 0,      /* column rings, output rows in tiles of tile_rows rows (msf-CNN:
                            * one), the rows two tiles share recomputed for each */
     MSF_LINE_BUFFER = 1,  /* rings of whole rows, nothing recomputed */
     MSF_CHANNEL_SPLIT = 2 /* an inverted-residual triple as H-cache tiles whose expansion runs
-                           * a channel group at a time into int32 sums (channel_split.c) */
+                           * a channel group at a time into int32 sums */
 };
 
 /* One edge of the plan: a single layer, or a fusion block of `n` spatial layers, optionally

@@ -1,9 +1,11 @@
 /* The line-buffer executor of a fusion block: every layer produces its output rows in order,
  * each over the full width, on demand (msf_ready_layer with rows), so nothing is recomputed.
- * An internal tensor lives in a ring of whole rows sized by msf_pio/fusion/line_buffer.py, which
- * simulates exactly this order (msf_ring_admit keeps a ring's rows contiguous). A streamed
- * network input enters its ring a row at a time, just before the first layer reads it. */
-#include "edge.h"
+ * An internal tensor lives in a ring of whole rows sized by msf_pio/fusion/schemes/
+ * line_buffer.py, which simulates exactly this order (msf_ring_admit keeps a ring's rows
+ * contiguous). A streamed network input enters its ring a row at a time, just before the first
+ * layer reads it. */
+#include "../edge.h"
+#include "schemes.h"
 
 enum { MSF_BY_PIXEL, MSF_BY_ROW, MSF_DEPTHWISE_ROW };
 

@@ -6,11 +6,16 @@
  * output channel's accumulator); once every group is in, the sums are requantized into the
  * block output. The kernels run on the group's channels through per-group layers (b->groups:
  * expand, depthwise, project), laid out by the code generator. The Python twin of this schedule
- * is msf_pio/fusion/channel_split.py, which sizes the buffers. */
-#include "edge.h"
+ * is msf_pio/fusion/schemes/channel_split.py, which sizes the buffers. Neither end of a triple
+ * is streamed, nor does it read an older tensor. */
+#include "../edge.h"
+#include "schemes.h"
 
-void msf_run_channel_split(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out)
+void msf_run_channel_split(const msf_block_t *b, int8_t *arena, int8_t *in, int8_t *out,
+                           const int8_t *input, const msf_sink_t *sink,
+                           const msf_source_t *source)
 {
+    (void)input, (void)sink, (void)source;
     const msf_layer_t *E = &b->layers[0], *D = &b->layers[1], *P = &b->layers[2];
     const int32_t g = b->groups[0].out_c, n_groups = E->out_c / g;
     const int32_t tile = b->tile_rows > 1 ? b->tile_rows : 1;
