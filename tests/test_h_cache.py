@@ -21,16 +21,19 @@ from tests.random_models import small_specs
 from tests.test_exact_cost import assert_layer_pixels, pixel_macs
 
 
-def check_blocks(model, x):
-    """Every H-cache and tiles edge: the reference through its rings (and with its output over
-    its input, if the edge allows it) gives the unfused tensor, the pixels it computes cost the
-    edge's MACs, and any ring one row or one column smaller is too small."""
+def check_blocks(model, x, schemes=("h-cache", "tiles")):
+    """Every H-cache and tiles edge (or those of other `schemes` the H-cache's executor runs):
+    the reference through its rings (and with its output over its input, if the edge allows it)
+    gives the unfused tensor, the pixels it computes cost the edge's MACs, and any ring one row
+    or one column smaller is too small. Returns the edges checked."""
     tensors = {0: x}
     for i in range(model.n_layers):
         tensors[i + 1] = run_layer(model, i, tensors)
+    checked = []
     for e in build_graph(model, "exact").edges:
-        if e.scheme not in ("h-cache", "tiles"):
+        if e.scheme not in schemes:
             continue
+        checked.append(e)
         rings = ring_sizes(e)
         out, computed = run_block(model, e.first, e.last, e.tile_rows, rings, tensors,
                                   shared_region(model, e))
@@ -47,6 +50,7 @@ def check_blocks(model, x):
                 with pytest.raises(RingError):
                     run_block(model, e.first, e.last, e.tile_rows, {**rings, t: smaller},
                               tensors)
+    return checked
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
