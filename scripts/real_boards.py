@@ -22,6 +22,7 @@ Usage: python scripts/real_boards.py PACKAGES_DIR [--work DIR] [--model NAME] [-
                                      [--env ENV ...]
 """
 import argparse
+import importlib.metadata
 import json
 import os
 import re
@@ -390,16 +391,12 @@ def pio_test(core, proj, env, machine, seconds) -> str:
     return (f"exit {code}: " + (summary.group(0)[:-3] if summary else out[-200:]))
 
 
-def keep_pyparsing():
-    """platform-sifive's freedom-e-sdk builder pip-installs pyparsing 2.4.5 and Jinja2 2.10 into
-    PlatformIO's Python unless jinja2 and pyparsing import; pyparsing 2 breaks matplotlib.
-    A current Jinja2 keeps the builder from downgrading anything."""
-    try:
-        import jinja2  # noqa: F401
-        import pyparsing  # noqa: F401
-    except ImportError:
-        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "jinja2", "pyparsing"],
-                       check=True)
+def installed() -> dict[str, str]:
+    """PlatformIO's Python is this one (msf-pio depends on platformio): its distributions, to
+    see that no framework builder installs anything into a user's environment (platform-sifive's
+    pip-installs pyparsing 2.4.5, which breaks matplotlib, unless jinja2 and pyparsing import:
+    msf-pio depends on both for that reason)."""
+    return {d.metadata["Name"].lower(): d.version for d in importlib.metadata.distributions()}
 
 
 def prefix_of(env) -> str:
@@ -456,7 +453,7 @@ def main():
     work = (args.work or Path(tempfile.mkdtemp(prefix="msf-realboards-"))).resolve()
     work.mkdir(parents=True, exist_ok=True)
     core = str(work / "core")
-    keep_pyparsing()
+    before = installed()
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     proj = project(pkgs, work, args.model)
     envs = [e for e in (args.env or PLATFORMS) if laid_out(pkgs, e)]
@@ -523,6 +520,12 @@ def main():
               f"{row['pio_test']} |")
         if f:
             print(f"|   | | `{' '.join(f'{k}={v}' for k, v in f.items())}` | | | | | | |")
+    after = installed()
+    changed = sorted(f"{n} {before.get(n, '-')} -> {after.get(n, '-')}"
+                     for n in before.keys() | after.keys() if before.get(n) != after.get(n))
+    print(f"\nPython packages the builds installed or changed in {sys.prefix}: "
+          f"{', '.join(changed) or 'none'}")
+    failed += bool(changed)
     print(f"\nwork folder: {work}")
     return 1 if failed else 0
 

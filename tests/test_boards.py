@@ -111,3 +111,21 @@ def test_espidf_flash_budget_is_the_app_partition(tmp_path):
     with pytest.raises(MsfError, match=r"esp32-c3-devkitm-1's app partition factory "
                                        r"\(partitions_singleapp.csv\) has 100 B"):
         generate_library(options("tiny"), tmp_path, small, 0)
+
+
+def test_a_hifive1_build_leaves_the_users_python_alone():
+    """platform-sifive 5.2.0's freedom-e-sdk builder runs `pip install pyparsing==2.4.5
+    MarkupSafe==2.0.1 Jinja2==2.10.1` into PlatformIO's Python, the one msf-pio is installed in,
+    unless `import jinja2` and `import pyparsing` both succeed there; pyparsing 2 then breaks
+    matplotlib's import (msf-pio report's pictures). msf-pio's install brings both, so the
+    builder installs nothing (scripts/real_boards.py checks the environment before and after)."""
+    import importlib.metadata
+    import subprocess
+    import sys
+
+    probe = "import jinja2, pyparsing, platformio; print(pyparsing.__version__)"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert int(out.stdout.split(".")[0]) >= 3
+    requires = " ".join(importlib.metadata.requires("msf-pio") or [])
+    assert "jinja2" in requires.lower() and "pyparsing" in requires.lower()
