@@ -1,7 +1,8 @@
 /* Benchmark firmware for the emulated boards: times msf_model_run alone (the demo firmware's
  * timed region also checks the output, ~50 instructions per output byte, which would swamp the
  * kernels of a one-layer model), then checks the output against the host reference and prints
- * the demo's MSF result line fields that benchmarks/kernel_instructions.py reads. Board support
+ * the demo's MSF result line fields that benchmarks/kernel_instructions.py reads (and the stack
+ * the run used, which benchmarks/mlperf_tiny.py reports). Board support
  * comes from the msf-pio library (msf/board.h); printing needs no C library. A build with
  * -DMSF_PROFILE_EDGES also prints every edge's cycles. */
 #include <stdint.h>
@@ -70,6 +71,7 @@ int main(void)
         msf_board_puts(msf_board_cycles_source());
         msf_board_put_dec(" cycles=", cycles);
         msf_board_put_dec(" arena=", msf_model_info.arena_bytes);
+        msf_board_put_dec(" stack=", msf_board_stack_used());
         msf_board_put_dec(" macs=", msf_model_info.macs);
         msf_board_put_hex(" crc=", crc);
         msf_board_put_hex(" crc_ref=", MSF_GOLDEN_OUTPUT_CRC32);
