@@ -235,3 +235,21 @@ def test_the_bounded_arrays_are_the_ones_the_c_declares(function):
     for n in (0, 1, 5, 17):
         from_c = sorted(size[t] * count(length, n) for t, length in declared)
         assert sorted(stack.VLAS[function][1](n)) == from_c, (function, declared)
+
+
+def test_xtensa_frames_beyond_movi_come_from_their_literal():
+    """GCC's Xtensa prologue for a frame beyond movi's 12 bits loads it from the literal pool
+    (objdump shows the literal's value in parentheses, with whatever symbol lies there) and
+    subtracts it from a1; a literal that is a function's address is a call's target."""
+    fn = {"frame": 0, "calls": set(), "dynamic": False}
+    for mnemonic, ops in [
+            ("entry", "a1, 48"),
+            ("l32r", "a9, 500005c8 <msf_qemu_xtensa_vectors+0x1c8> (900 <__stack_size-0x3700>)"),
+            ("sub", "a1, a1, a9"),
+            ("l32r", "a8, 50000554 <msf_qemu_xtensa_vectors+0x154> (500026b8 <channels2>)"),
+            ("callx8", "a8"),
+            ("l32r", "a8, 50000558 <msf_qemu_xtensa_vectors+0x158> (50002318 <channels1+0x4>)"),
+            ("callx8", "a8")]:
+        stack_graph._xtensa(mnemonic, ops, fn)
+    assert fn["frame"] == 48 + 0x900 and not fn["dynamic"]
+    assert fn["calls"] == {"channels2", stack_graph.INDIRECT}

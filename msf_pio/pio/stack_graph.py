@@ -143,20 +143,23 @@ def _xtensa(mnemonic: str, ops: str, fn: dict) -> None:
     elif mnemonic in ("movi", "movi.n") and len(args) == 2:
         regs[args[0]] = _imm(args[1])
     elif mnemonic == "sub" and args[:2] == ["a1", "a1"]:
-        if regs.get(args[2]) is None:
+        value = regs.get(args[2])
+        if value is None:
             fn["dynamic"] = True
-        else:
-            fn["frame"] += regs[args[2]]
+        else:                   # a frame beyond movi's 12 bits comes from a literal (l32r)
+            fn["frame"] += value[1] if isinstance(value, tuple) else value
     elif mnemonic == "entry":
         fn["frame"] += _imm(args[1]) or 0
     elif mnemonic == "l32r":
-        m = re.search(r"\(([0-9a-f]+) <([^>+]+)>\)", ops)
-        regs[args[0]] = ("sym", m.group(2)) if m else None
+        # a literal: the symbol whose address it is (a call's target), and its value
+        m = re.search(r"\(([0-9a-f]+) <([^>]+)>\)", ops)
+        regs[args[0]] = (None if re.search(r"[+-]", m.group(2)) else m.group(2),
+                         int(m.group(1), 16)) if m else None
     elif mnemonic in ("call0", "call4", "call8", "call12", "j") and "<" in ops:
         fn["calls"].add(_TARGET.search(ops).group(1))
     elif mnemonic.startswith("callx") or mnemonic == "jx":
         value = regs.get(args[0])
-        fn["calls"].add(value[1] if isinstance(value, tuple) else INDIRECT)
+        fn["calls"].add(value[0] if isinstance(value, tuple) and value[0] else INDIRECT)
 
 
 _ISA = {"arm": _arm, "riscv": _riscv, "xtensa": _xtensa}
