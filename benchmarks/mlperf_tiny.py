@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     entries = []                                     # (benchmark, label, model argument)
     for bench, (file, zoo, _) in MODELS.items():
-        if args.models:
+        if args.models and (args.models / file).is_file():     # the files the folder has
             entries.append((bench, file, str(args.models / file)))
         if args.zoo or not args.models:
             entries.append((bench, zoo, zoo))
