@@ -43,9 +43,23 @@ class _HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)".lstrip()
 
 
+def _add_model_argument(p: argparse.ArgumentParser) -> None:
+    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    p.add_argument("--input-shape", metavar="H,W,C", help="the input size of a model whose file "
+                   "leaves it dynamic (default: the file's)")
+
+
+def _load(args):
+    """The model of the command line, its dynamic input fixed at --input-shape."""
+    from .model import load_model
+    from .options import parse_input_shape
+    shape = None if args.input_shape is None else parse_input_shape(args.input_shape)
+    return load_model(args.model, shape)
+
+
 def _add_solve_options(p: argparse.ArgumentParser, board: str | None = None) -> None:
     from .fusion.solvers import OBJECTIVES
-    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    _add_model_argument(p)
     p.add_argument("--objective", choices=OBJECTIVES, default="min_ram",
                    help="min_ram (P1), min_macs (P2), min_latency, vanilla (no fusion), "
                         "heuristic (fuse the head only)")
@@ -109,7 +123,7 @@ def _quantized_from_args(args):
     from .verify import quantized_model
     input_range = None if args.input_range is None else parse_input_range(args.input_range)
     with progress.task("reading and quantizing the model", ticking=True):
-        return quantized_model(args.model, args.calibration, input_range)
+        return quantized_model(_load(args), args.calibration, input_range)
 
 
 def _plan_options(args) -> dict:
@@ -136,10 +150,9 @@ def _plan_options(args) -> dict:
 
 def _solve_from_args(args):
     from .fusion.planner import plan_model
-    from .model import load_model
     from .codegen import stack
     options = _plan_options(args)
-    model = _streamed(load_model(args.model), args)
+    model = _streamed(_load(args), args)
     plan, hint = plan_model(model, **options)
     stack.attach(model, plan, getattr(args, "board", None))   # the board's own profile
     return plan, hint
@@ -162,10 +175,9 @@ def cmd_pareto(args) -> int:
     from .fusion import solvers
     from .fusion.planner import graph_for
     from .fusion.report import render_pareto
-    from .model import load_model
     schemes = _schemes(args)
     check_plan_options("min_ram", float("inf"), None, args.cost_model, schemes)
-    model = load_model(args.model)
+    model = _load(args)
     graph = graph_for(model, "pareto", cost_model=args.cost_model, schemes=schemes)
     plans = solvers.pareto(graph)
     if args.json:
@@ -195,8 +207,7 @@ def _schemes_label(cost_model: str, names: tuple[str, ...] | None) -> str:
 def cmd_report(args) -> int:
     from . import report
     from .fusion.graph import build_graph
-    from .model import load_model
-    model = _streamed(load_model(args.model), args)
+    model = _streamed(_load(args), args)
     graph = build_graph(model, args.cost_model, _schemes(args))
     plan = solvers_solve(graph, args)
     data = report.build(graph, plan, args.board, frontier=args.board is not None)
@@ -326,7 +337,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_solve)
 
     p = sub.add_parser("pareto", help="print every non-dominated (peak RAM, MACs) plan")
-    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    _add_model_argument(p)
     p.add_argument("--cost-model", choices=("exact", "paper"), default="exact",
                    help="exact: what the generated code uses; paper: the paper's model")
     _add_schemes_option(p)
@@ -365,7 +376,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("export", help="write the quantized model as a .tflite")
-    p.add_argument("model", help="zoo name, YAML spec, ONNX or .tflite file")
+    _add_model_argument(p)
     p.add_argument("--out", required=True, metavar="FILE.tflite", help="the .tflite to write")
     _add_calibration_options(p)
     p.set_defaults(func=cmd_export)

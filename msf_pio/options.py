@@ -58,3 +58,15 @@ def check_plan_options(objective: str, max_overhead: float, ram_limit: float | N
     if schemes is not None and cost_model != "exact":
         raise MsfError(f"cache schemes are choices of the exact cost model; the {cost_model} "
                        f"cost model has the paper's H-cache only", where=names["schemes"])
+
+
+def parse_input_shape(text: str, where: str = "--input-shape") -> tuple[int, int, int]:
+    """'H,W,C' (e.g. '96,96,3'; '1,1,N' for a vector input) -> (H, W, C)."""
+    try:
+        dims = tuple(int(v) for v in str(text).split(","))
+    except ValueError:
+        dims = ()
+    if len(dims) != 3 or min(dims) < 1:
+        raise MsfError(f"must be H,W,C, three positive integers such as 96,96,3, got {text!r}",
+                       where=where)
+    return dims

@@ -11,9 +11,10 @@ from .zoo import zoo_names, zoo_path
 _SUFFIXES = (".yaml", ".yml", ".onnx", ".tflite")
 
 
-def load_model(ref: str | Path) -> Model:
+def load_model(ref: str | Path, input_shape: tuple[int, int, int] | None = None) -> Model:
     """A zoo name, a YAML spec, an ONNX or a .tflite file -> IR model (weights of a YAML spec or
-    a float ONNX file are materialized lazily; int8 QDQ ONNX and .tflite come quantized)."""
+    of a float file are materialized lazily; int8 QDQ ONNX and .tflite come quantized).
+    `input_shape` (H, W, C) fixes a file's dynamic input dimensions."""
     ref = str(ref)
     path = zoo_path(ref) if "/" not in ref and not ref.endswith(_SUFFIXES) else None
     if path is None:
@@ -24,14 +25,21 @@ def load_model(ref: str | Path) -> Model:
     if path.suffix in (".yaml", ".yml"):
         from .spec import load_spec
         return load_spec(path)          # checks the limits itself, naming spec layers
-    if path.suffix == ".onnx":
-        from .onnx_import import load_onnx
-        model = load_onnx(path)
-    elif path.suffix == ".tflite":
-        from .tflite_import import load_tflite
-        model = load_tflite(path)
-    else:
+    if path.suffix not in (".onnx", ".tflite"):
         raise MsfError("unknown model format: expected .yaml, .yml, .onnx or .tflite",
                        source=str(path))
+    model = read_model(path, input_shape)[0]
     check_model(model)
     return model
+
+
+def read_model(path: str | Path, input_shape: tuple[int, int, int] | None = None
+               ) -> tuple[Model, list | None]:
+    """An ONNX or .tflite file -> (quantized IR model, None), or for a float file (weightless
+    IR model, its float weights per layer)."""
+    from .lowering import lower
+    if Path(path).suffix == ".onnx":
+        from .onnx_import import onnx_graph
+        return lower(onnx_graph(path, input_shape))
+    from .tflite_import import read_tflite
+    return lower(read_tflite(path, input_shape))

@@ -257,10 +257,8 @@ class Lowering:
 
     def graph_input(self) -> None:
         t = self.g.tensors[self.g.inputs[0]]
-        dims = list(t.shape or ())
-        if not all(isinstance(d, (int, np.integer)) and d > 0 for d in dims) or not dims:
-            raise self.error(f"has a dynamic shape {dims}: export with a fixed input size",
-                             tensor=t)
+        dims = self.input_dims(t)
+        t.shape = tuple(dims)
         self.check_shape(None, t)
         if len(dims) not in (2, 4):
             raise self.error(f"must be {self.g.layout} (4-D) or [1, N] before a dense layer, "
@@ -282,6 +280,35 @@ class Lowering:
                              f"by a {self.name_of('quantize')}) only", tensor=t)
         self.views[t.name] = view
         self.q.append(self.activation_q(None, t))
+
+    def input_dims(self, t: Tensor) -> list[int]:
+        """The graph input's shape: as declared, or with the H, W, C the user gives
+        (`Graph.input_shape`), which must agree with every dimension the file fixes."""
+        dims = list(t.shape or ())
+        dynamic = [i for i, d in enumerate(dims) if not (isinstance(d, (int, np.integer))
+                                                         and d > 0)]
+        fix = self.g.input_shape
+        if fix is None:
+            if dynamic or not dims:
+                names = ", ".join(self.axis_name(len(dims), i) for i in dynamic) or "all"
+                raise self.error(f"has a dynamic shape {dims} (dimensions {names}): give the "
+                                 "input's size with --input-shape H,W,C (custom_msf_input_shape)",
+                                 tensor=t)
+            return dims
+        h, w, c = fix
+        wanted = [1, c, h, w] if self.g.layout == NCHW else [1, h, w, c]
+        if len(dims) == 2 and (h, w) == (1, 1):
+            wanted = [1, c]
+        if len(dims) != len(wanted) or any(i not in dynamic and dims[i] != wanted[i]
+                                           for i in range(len(dims))):
+            raise self.error(f"has shape {dims}: --input-shape {h},{w},{c} "
+                             f"({self.g.layout} {wanted}) does not fit it", tensor=t)
+        return wanted
+
+    def axis_name(self, rank: int, i: int) -> str:
+        if rank == 4:
+            return (NCHW if self.g.layout == NCHW else NHWC)[i]
+        return "N" if i == 0 else f"{i}"
 
     def graph_output(self) -> None:
         t = self.g.tensors[self.g.outputs[0]]
@@ -715,6 +742,12 @@ class Lowering:
         if lo != 0 or hi not in (6.0, None, np.inf):
             raise self.error(f"{node.op_name}({lo}, {hi}) is neither ReLU nor ReLU6", node)
         act = "relu6" if hi == 6.0 else "relu"
+        if self.g.kind == INT8:        # the fused clamp is exact only without a requantization
+            q_in, q_out = self.q[-1], self.activation_q(node, self.out(node))
+            if q_in != q_out:
+                raise self.error(f"output quantization {q_out} differs from its input's "
+                                 f"{q_in}: a {node.op_name} that requantizes is not supported",
+                                 node, self.out(node))
         layer = self.fold_target(node, _ACT_TARGETS, "a conv, add or dense layer")
         layer.act = "relu6" if "relu6" in (layer.act, act) else act
 

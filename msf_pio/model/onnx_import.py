@@ -45,13 +45,15 @@ def load_onnx(path: str | Path) -> Model:
     return read_onnx(path)[0]
 
 
-def read_onnx(path: str | Path) -> tuple[Model, list[FloatWeights | None] | None]:
+def read_onnx(path: str | Path, input_shape: tuple[int, int, int] | None = None
+              ) -> tuple[Model, list[FloatWeights | None] | None]:
     """(weightless IR model, float weights) for a float file; (quantized model, None) for QDQ."""
-    return lower(onnx_graph(path))
+    return lower(onnx_graph(path, input_shape))
 
 
-def onnx_graph(path: str | Path) -> Graph:
-    """An ONNX file -> its format-neutral graph."""
+def onnx_graph(path: str | Path, input_shape: tuple[int, int, int] | None = None) -> Graph:
+    """An ONNX file -> its format-neutral graph (`input_shape`: H, W, C fixing a dynamic
+    input)."""
     path = str(path)
     try:
         proto = onnx.load(path)
@@ -60,7 +62,11 @@ def onnx_graph(path: str | Path) -> Graph:
     reader = None
     try:
         reader = _Reader(path, proto)
-        return reader.graph()
+        graph = reader.graph()
+        graph.input_shape = input_shape
+        if input_shape is not None:
+            graph.weights_spec["input_shape"] = list(input_shape)
+        return graph
     except MsfError:
         raise
     except (TypeError, ValueError, IndexError, KeyError, AttributeError, ZeroDivisionError,

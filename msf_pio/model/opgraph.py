@@ -108,3 +108,4 @@ class Graph:
     # its own words fit the file better than the lowering's (see Lowering.refuse).
     wording: dict[str, tuple[str, str]] = field(default_factory=dict)
     weights_spec: dict = field(default_factory=dict)   # a float graph's source of weights
+    input_shape: tuple[int, int, int] | None = None     # H, W, C the user fixes the input at

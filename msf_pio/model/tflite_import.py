@@ -19,7 +19,7 @@ import numpy as np
 from ..errors import MsfError
 from .ir import Model
 from .lowering import lower
-from .opgraph import INT8, NHWC, Const, Graph, Node, Tensor
+from .opgraph import FLOAT, INT8, NHWC, Const, Graph, Node, Tensor
 
 
 def _schema():
@@ -67,24 +67,47 @@ _WORDING = {
 }
 
 
-def load_tflite(path: str | Path) -> Model:
-    """A .tflite file -> quantized IR model."""
-    return lower(read_tflite(path))[0]
+def load_tflite(path: str | Path, input_shape: tuple[int, int, int] | None = None) -> Model:
+    """A .tflite file -> IR model (quantized, or weightless for a float file)."""
+    return lower(read_tflite(path, input_shape))[0]
 
 
-def read_tflite(path: str | Path) -> Graph:
-    """A .tflite file -> its format-neutral graph."""
+def read_tflite(path: str | Path, input_shape: tuple[int, int, int] | None = None) -> Graph:
+    """A .tflite file -> its format-neutral graph: int8 if any activation is, else float
+    (quantized post-training, its weights kept in `weights_spec`'s file)."""
     path = str(path)
     try:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise MsfError(f"cannot read model file ({exc.strerror})", source=path) from None
     tensors, ops, inputs, outputs = _decode(data, path)
-    graph = Graph(source=path, name=Path(path).stem, kind=INT8, layout=NHWC, tensors=tensors,
+    ops = _fold_constant_dequantize(tensors, ops)
+    made = {t for op in ops for t in op[3]} | set(inputs)
+    kind = INT8 if any(tensors[str(t)].dtype in ("INT8", "UINT8") for t in made
+                       if str(t) in tensors) else FLOAT
+    graph = Graph(source=path, name=Path(path).stem, kind=kind, layout=NHWC, tensors=tensors,
                   nodes=[], inputs=inputs, outputs=outputs, op_names=_OP_NAMES,
-                  wording=_WORDING)
+                  wording=_WORDING, input_shape=input_shape,
+                  weights_spec={"tflite": path} if kind == FLOAT else {})
+    if input_shape is not None and kind == FLOAT:
+        graph.weights_spec["input_shape"] = list(input_shape)
     graph.nodes = [_node(graph, *op) for op in ops]
     return graph
+
+
+def _fold_constant_dequantize(tensors: dict, ops: list) -> list:
+    """A DEQUANTIZE of a constant (float16 or int8 weights of a float model) is the float
+    constant itself: its output gets the values, and the operator goes."""
+    kept = []
+    for op in ops:
+        index, name, inputs, outputs, _ = op
+        src = tensors.get(str(inputs[0])) if name == "DEQUANTIZE" and inputs else None
+        if src is not None and src.const is not None and len(outputs) == 1:
+            out = tensors[str(outputs[0])]
+            out.const, out.problem = Const(src.const.real().astype(np.float32)), ""
+            continue
+        kept.append(op)
+    return kept
 
 
 def _decode(data: bytes, path: str):
@@ -106,8 +129,7 @@ def _decode(data: bytes, path: str):
     try:
         model = fb.Model.GetRootAs(data, 0)
         if count(model.SubgraphsLength(), "subgraphs") != 1:
-            raise MsfError(f"needs exactly one subgraph, has {model.SubgraphsLength()}",
-                           source=path)
+            raise MsfError(_subgraphs_cause(model, names), source=path)
         sub = model.Subgraphs(0)
         n_buffers = count(model.BuffersLength(), "buffers")
         codes = []
@@ -123,8 +145,11 @@ def _decode(data: bytes, path: str):
             raw = t.Name()
             title = raw.decode(errors="replace") if raw else f"tensor{i}"
             label = f"tensor {i} '{title}'"
-            tensor = Tensor(str(i), tuple(int(d) for d in t.ShapeAsNumpy())
-                            if t.ShapeLength() else (), _TYPES.get(t.Type(), str(t.Type())),
+            shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+            if shape and t.ShapeSignatureLength() == len(shape):   # -1: a dynamic dimension
+                shape = tuple("?" if int(d) < 0 else shape[j]
+                              for j, d in enumerate(t.ShapeSignatureAsNumpy()))
+            tensor = Tensor(str(i), shape, _TYPES.get(t.Type(), str(t.Type())),
                             label=label, title=title)
             q = t.Quantization()
             scale, zp, axis = np.zeros(0), np.zeros(0, np.int64), 0
@@ -167,6 +192,29 @@ def _decode(data: bytes, path: str):
         if not 0 <= t < len(tensors):
             raise MsfError(f"graph input/output tensor index {t} out of range", source=path)
     return tensors, ops, [str(t) for t in inputs], [str(t) for t in outputs]
+
+
+def _subgraphs_cause(model, names: dict) -> str:
+    """Why a file has several subgraphs, in one line: the operators that call the others
+    (state variables of a streaming model, control flow)."""
+    n = model.SubgraphsLength()
+    callers = set()
+    for k in range(min(n, 1)):
+        sub = model.Subgraphs(k)
+        for i in range(min(sub.OperatorsLength(), 10000)):
+            code = model.OperatorCodes(sub.Operators(i).OpcodeIndex())
+            op = names.get(max(code.BuiltinCode(), code.DeprecatedBuiltinCode()), "")
+            if op in ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE", "WHILE",
+                      "IF", "CALL"):
+                callers.add(op)
+    if callers & {"CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"}:
+        why = (f"a stateful streaming model (state variables: {', '.join(sorted(callers))}), "
+               "which msf-pio does not run")
+    elif callers:
+        why = f"control flow ({', '.join(sorted(callers))}), which msf-pio does not run"
+    else:
+        why = "only a single-subgraph model runs"
+    return f"has {n} subgraphs: {why}"
 
 
 def _options(fb, o, option_names) -> dict:
@@ -330,7 +378,10 @@ def _concat(graph: Graph, node: Node, options: dict) -> None:
 
 def _reshape(graph: Graph, node: Node, options: dict) -> None:
     out = graph.tensors[node.outputs[0]] if len(node.outputs) == 1 else None
-    node.op, node.attrs = "reshape", {"target": list(out.shape) if out is not None else []}
+    target = list(out.shape) if out is not None else []
+    if any(not isinstance(d, int) for d in target) and len(node.inputs) > 1:
+        target = _ints(graph, node, 1, lambda s: len(s) == 1)     # the new shape, -1 inferred
+    node.op, node.attrs = "reshape", {"target": target}
     node.inputs = node.inputs[:1]
 
 
@@ -340,7 +391,12 @@ def _pad(graph: Graph, node: Node, options: dict) -> None:
         raise _Refused(f"pads {pads.tolist()}: only non-negative H, W and channel padding")
     value = 0.0                                       # PAD: the zero point, real 0
     x = graph.tensors[node.inputs[0]]
-    if node.op_name == "PADV2":
+    if node.op_name == "PADV2" and graph.kind == FLOAT:
+        v = graph.tensors.get(node.inputs[2]) if len(node.inputs) > 2 else None
+        if v is None or v.const is None or v.const.values.size != 1:
+            raise _Refused("the pad value must be a constant scalar")
+        value = float(v.const.real().reshape(-1)[0])
+    elif node.op_name == "PADV2":
         v = graph.tensors.get(node.inputs[2]) if len(node.inputs) > 2 else None
         if v is None or v.dtype != "INT8" or v.const is None or v.const.values.size != 1:
             raise _Refused("the pad value must be a constant int8 scalar")
@@ -372,6 +428,11 @@ def _unary(op: str):
     return build
 
 
+def _relu(graph: Graph, node: Node, options: dict) -> None:
+    node.op, node.inputs = "clip", node.inputs[:1]
+    node.attrs = {"min": 0.0, "max": 6.0 if node.op_name == "RELU6" else None}
+
+
 def _prelu(graph: Graph, node: Node, options: dict) -> None:
     node.op, node.roles = "prelu", ("input", "alpha")
 
@@ -383,5 +444,5 @@ _BUILDERS = {
     "DEQUANTIZE": _unary("dequantize"), "SOFTMAX": _unary("softmax"),
     "HARD_SWISH": _unary("hard_swish"), "LEAKY_RELU": _unary("leaky_relu"),
     "LOGISTIC": _unary("logistic"), "PRELU": _prelu, "TRANSPOSE": _transpose,
-    "CONCATENATION": _concat,
+    "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu,
 }

@@ -8,6 +8,9 @@ Sources (the spec's `weights:` field):
   `<layer name>/b` (C_out, default 0; prelu has none); quantized post-training.
 - `{onnx: FILE}`: the weights of an ONNX model whose layers match the spec's one by one; a
   float file is quantized post-training, a QDQ file keeps its own quantization.
+- `{tflite: FILE}`: a float .tflite file's own weights (how a float .tflite comes back from
+  the importer), quantized post-training; `input_shape` next to it: the H, W, C its dynamic
+  input was fixed at.
 Calibration inputs are a float batch (N, H, W, C) (calibration.py reads them from .npy/.npz);
 unless given, seeded random images in an input range, with a one-line warning for real weights.
 """
@@ -55,8 +58,9 @@ def materialize(model: Model, calibration: np.ndarray | None = None,
         return quantize(model, random_weights(model, seed), calibration)
     if kind == "npz":
         return quantize(model, npz_weights(model, arg), calibration)
-    from .onnx_import import read_onnx   # onnx only for {onnx: FILE} weights
-    imported, params = read_onnx(arg)
+    from . import read_model              # {onnx: FILE} or {tflite: FILE}: a float file's own
+    shape = model.weights_spec.get("input_shape")
+    imported, params = read_model(arg, None if shape is None else tuple(shape))
     _check_same_layers(model, imported, arg, compare_act=params is not None)
     if params is not None:
         return quantize(model, params, calibration)

@@ -43,6 +43,7 @@ class Options:
     input_range: tuple | None = None  # float models without calibration data: input range
     input: str = "buffer"           # buffer | stream (rows pulled from a source callback)
     profile: bool = False           # every edge timed: msf_profile_print() prints the cycles
+    input_shape: tuple | None = None  # H, W, C of a model file whose input is dynamic
 
     def key(self) -> dict:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -53,7 +54,7 @@ class Options:
 OPTIONS = ("custom_msf_model", "custom_msf_objective", "custom_msf_max_overhead",
            "custom_msf_ram_limit", "custom_msf_cost_model", "custom_msf_output",
            "custom_msf_input", "custom_msf_measure", "custom_msf_profile",
-           "custom_msf_calibration", "custom_msf_input_range")
+           "custom_msf_calibration", "custom_msf_input_range", "custom_msf_input_shape")
 
 
 def check_option_names(keys, where: str) -> None:
@@ -138,9 +139,16 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
                            INI_NAMES)
     except MsfError as exc:
         raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    input_shape = (get("custom_msf_input_shape", "") or "").strip() or None
+    if input_shape is not None:
+        from ..options import parse_input_shape
+        try:
+            input_shape = parse_input_shape(input_shape, "custom_msf_input_shape")
+        except MsfError as exc:
+            raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
-                   calibration, input_range, stream_in, profile == "yes")
+                   calibration, input_range, stream_in, profile == "yes", input_shape)
 
 
 def _source_digest() -> str:
@@ -267,7 +275,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     board = facts.board
     step = progress.task(f"{board}: model, plan and code", total=4, ticking=True)
     step.update(0, "quantizing the model")
-    model = quantized_model(options.model, options.calibration, options.input_range)
+    model = quantized_model(load_model(options.model, options.input_shape),
+                            options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream",
                     stream_input=options.input == "stream")
     io_bytes = 0 if model.stream_output else int(np.prod(model.output_shape))
