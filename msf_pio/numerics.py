@@ -269,6 +269,19 @@ def activation_requant(op: str, q_in: QParams, q_out: QParams, alpha: float = 0.
 
 
 @dataclass(frozen=True)
+class MulRequant:
+    """Element-wise product (TFLite's int8 MUL): out = clamp(MBQM((x + input1_offset) *
+    (y + input2_offset), multiplier, shift) + output_offset), multiplier s1 s2 / s_out."""
+    input1_offset: int
+    input2_offset: int
+    output_offset: int
+    multiplier: int
+    shift: int
+    act_min: int
+    act_max: int
+
+
+@dataclass(frozen=True)
 class PoolRequant:
     """Pools keep the input quantization: only the activation clamp remains."""
     act_min: int
@@ -326,6 +339,16 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
             float(layer.weights.scales[0]), int(layer.weights.zero_point)))
     if layer.op in ir.ELEMENTWISE_OPS:
         return activation_requant(layer.op, q_in, q_out, layer.alpha)
+    if layer.op == ir.MUL:
+        q_skip = model.tensor_q(layer.skip)
+        m, sh = quantize_multiplier(f32(q_in.scale) * f32(q_skip.scale) / f32(q_out.scale))
+        return MulRequant(-q_in.zero_point, -q_skip.zero_point, q_out.zero_point, int(m),
+                          int(sh), act_min, act_max)
+    if layer.op == ir.SLICE and q_out != q_in:
+        raise ValueError(f"layer {index} ({layer.name}): a slice keeps its input "
+                         f"quantization, got {q_in} -> {q_out}")
+    if layer.op == ir.SLICE:
+        return PoolRequant(act_min, act_max)
     if layer.op == ir.CONCAT:      # TFLite's int8 kernel copies: one quantization for all
         if not q_in == model.tensor_q(layer.skip) == q_out:
             raise ValueError(f"layer {index} ({layer.name}): TFLite's int8 concatenation needs "

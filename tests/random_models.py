@@ -10,16 +10,17 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
     """A random valid spec whose expanded IR has at most `max_layers` layers."""
     size = draw(st.integers(6, 20))
     layers, n, hw, c = [], 0, (size, size), draw(st.integers(1, 4))
+    known = False                  # c is the current tensor's channels (not the input's yet)
     while n < max_layers:
         kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "act", "shortcut",
-                                     "concat", "stop"]))
+                                     "concat", "se", "slice", "stop"]))
         if kind == "stop" and n >= 2:
             break
         if kind == "conv":
             k, s = draw(_window([1, 3, 5]))
             if not _fits(k, hw):
                 continue
-            c = draw(st.integers(1, 8))
+            c, known = draw(st.integers(1, 8)), True
             layers.append({"op": "conv2d", "out": c, "kernel": k, "stride": s,
                            "padding": draw(st.sampled_from(["same", "valid",
                                                             min(_pair(k)) // 2])),
@@ -32,7 +33,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             layers.append({"op": "depthwise_conv2d", "kernel": k, "stride": s, "act": "relu6"})
             n += 1
         elif kind == "pw":
-            c = draw(st.integers(1, 8))
+            c, known = draw(st.integers(1, 8)), True
             layers.append({"op": "pointwise", "out": c})
             n += 1
         elif kind == "act":
@@ -40,15 +41,33 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
                                                        "softmax", "prelu"]))})
             n += 1
         elif kind == "pool" and min(hw) >= 2:
-            k = draw(st.sampled_from([2, [2, 1], [1, 2], [3, 2]]))
+            k = draw(st.sampled_from([2, [2, 1], [1, 2], [3, 2], 3]))
             if not _fits(k, hw):
                 continue
-            layers.append({"op": draw(st.sampled_from(["max_pool", "avg_pool"])), "kernel": k})
+            op = draw(st.sampled_from(["max_pool", "avg_pool", "avg_pool_padded"]))
+            if op == "avg_pool_padded":    # a PAD before TFLite's pool: padding taps count
+                layers.append({"op": "avg_pool", "kernel": k, "stride": draw(st.sampled_from(
+                    [1, 2])), "padding": min(_pair(k)) // 2, "count_pad": True})
+            else:
+                layers.append({"op": op, "kernel": k})
+            n += 1
+        elif kind == "se" and known and residuals and n + 5 <= max_layers:
+            # squeeze-and-excite: the map times a gate of one value per channel
+            x = len(layers) - 1
+            layers += [{"op": "global_avgpool"},
+                       {"op": "pointwise", "out": draw(st.integers(1, 3)), "act": "relu"},
+                       {"op": "pointwise", "out": c}, {"op": "logistic"},
+                       {"op": "mul", "input": x, "from": x + 4}]
+            n += 5
+        elif kind == "slice" and known and c >= 2:
+            begin = draw(st.integers(0, c - 1))
+            c = draw(st.integers(1, c - begin))
+            layers.append({"op": "slice", "begin": begin, "out": c})
             n += 1
         elif kind == "ir" and residuals and n + 4 <= max_layers:
             layers.append({"op": "inverted_residual", "out": c, "expand": 2,
                            "kernel": 3, "stride": 1})
-            n += 4
+            n, known = n + 4, True
         elif kind == "shortcut" and residuals and n + 4 <= max_layers and min(hw) >= 3:
             # a ResNet stage: two 3x3 convs, a strided 1x1 conv shortcut on the stage input
             stage_in, s, c = len(layers) - 1 if layers else "input", \
@@ -57,7 +76,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
                        {"op": "conv2d", "out": c, "kernel": 3},
                        {"op": "pointwise", "out": c, "stride": s, "input": stage_in},
                        {"op": "add", "from": len(layers) + 1, "act": "relu"}]
-            n += 4
+            n, known = n + 4, True
         elif kind == "concat" and residuals and n + 3 <= max_layers and min(hw) >= 3:
             # two branches off one tensor, joined along the channels
             stage_in = len(layers) - 1 if layers else "input"

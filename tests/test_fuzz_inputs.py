@@ -52,10 +52,11 @@ def assert_one_line(code: int, err: str, source: str | None = None) -> None:
 def hostile_specs(draw):
     """A valid small spec with a few fields (or the input shape, the top level) replaced."""
     spec = draw(small_specs(max_layers=6))
+    layers = spec["layers"]            # (the top level's "layers" may be replaced in the loop)
     for _ in range(draw(st.integers(0, 3))):
         where = draw(st.sampled_from(["layer", "layer", "input", "top"]))
         if where == "layer":
-            layer = draw(st.sampled_from(spec["layers"]))
+            layer = draw(st.sampled_from(layers))
             layer[draw(st.sampled_from(FIELDS))] = draw(HOSTILE)
         elif where == "input":
             spec["input"] = {"shape": draw(st.one_of(HOSTILE, st.lists(HOSTILE, max_size=4)))}

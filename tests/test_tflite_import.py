@@ -244,15 +244,6 @@ def _branch(b, x, c):          # a second conv on the input, added to the first:
     return y
 
 
-def _pad_avgpool(b, x, c):
-    p = b.tensor("p", (4, 2), TT.INT32, data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], "<i4"))
-    cp = b.activation("cp", (1, 10, 10, 4), 0.05, -5)
-    b.op(OP.PAD, [c, p], [cp], OPT.PadOptions, fb.PadOptionsT())
-    y = b.activation("y", (1, 8, 8, 4), 0.05, -5)
-    b.op(OP.AVERAGE_POOL_2D, [cp], [y], OPT.Pool2DOptions, pool_options(VALID, 1, 3, 3))
-    return y
-
-
 def _pad_maxpool(b, x, c):
     """PAD with the zero point (the stem's ReLU output's) -> MAX_POOL_2D VALID 3x3 stride 2."""
     p = b.tensor("p", (4, 2), TT.INT32, data=np.array([[0, 0], [1, 0], [0, 1], [0, 0]], "<i4"))
@@ -286,7 +277,6 @@ ERRORS = {   # name -> (stem kwargs, tail, expected fragment of the message)
                        "operator 1 (LEAKY_RELU): alpha -0.5: only slopes >= 0"),
     "tanh": ({}, _unary(OP.TANH), "operator 1 (TANH): unsupported op (supported activations"),
     "concatenation": ({}, _concat(0), "operator 1 (CONCATENATION): concatenates along axis 0"),
-    "pad_alone": ({}, _pad_avgpool, "operator 2 (AVERAGE_POOL_2D): "),
     "pad_maxpool_no_relu": ({"act": A.NONE}, _pad_maxpool,
                             "operator 2 (MAX_POOL_2D): a max pool after PAD needs PADV2 with "
                             "-128 (or a ReLU before the PAD)"),

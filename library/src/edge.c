@@ -18,6 +18,15 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
     case MSF_CONCAT:
         msf_concat_column(l, in, in2, out, col, r0, r1);
         break;
+    case MSF_MUL:
+        msf_mul_column(l, in, in2, out, col, r0, r1);
+        break;
+    case MSF_SLICE:
+        msf_slice_column(l, in, out, col, r0, r1);
+        break;
+    case MSF_AVG_POOL_PADDED:
+        msf_avg_pool_padded_column(l, in, out, col, r0, r1);
+        break;
     case MSF_SOFTMAX:
         msf_softmax_column(l, in, out, col, r0, r1);
         break;

@@ -27,7 +27,7 @@ static inline int8_t *msf_locate(int8_t *arena, uint32_t offset, const int8_t *e
  * model tensor index and channels. */
 MSF_INLINE int msf_n_inputs(const msf_layer_t *l)
 {
-    return l->op == MSF_ADD || l->op == MSF_CONCAT ? 2 : 1;
+    return l->op == MSF_ADD || l->op == MSF_CONCAT || l->op == MSF_MUL ? 2 : 1;
 }
 
 MSF_INLINE int32_t msf_input_tensor(const msf_layer_t *l, int k)

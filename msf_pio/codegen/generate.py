@@ -25,7 +25,8 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.MAX_POOL: "MSF_MAX_POOL", ir.AVG_POOL: "MSF_AVG_POOL",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
-       ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU"}
+       ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU",
+       ir.MUL: "MSF_MUL", ir.SLICE: "MSF_SLICE"}
 EXTERNAL = "MSF_EXTERNAL"
 
 
@@ -76,6 +77,10 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
                  shift=f"s{i}", in2_offset=rq.input2_offset, left_shift=rq.left_shift,
                  in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
                  in2_mult=rq.input2_multiplier, in2_shift=rq.input2_shift)
+    elif isinstance(rq, numerics.MulRequant):
+        f.update(in_offset=rq.input1_offset, in2_offset=rq.input2_offset,
+                 out_offset=rq.output_offset, fn_mult1=rq.multiplier, fn_shift1=rq.shift,
+                 broadcast=int(model.broadcasts(i)))
     elif isinstance(rq, numerics.SoftmaxRequant):
         f.update(fn_mult1=rq.multiplier, fn_shift1=rq.left_shift, fn_limit=rq.diff_min)
     elif isinstance(rq, numerics.ActivationRequant):
@@ -86,6 +91,10 @@ def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
             arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
             f.update(weights=f"w{i}", in2_offset=rq.alpha_offset,
                      slope_per_pixel=int(layer.slope_per_pixel))
+    if layer.op == ir.SLICE:
+        f.update(begin=layer.begin)
+    if layer.count_pad:                             # padding taps hold the input's zero point
+        f.update(in_offset=-model.tensor_q(model.input_of(i)).zero_point)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
     return arrays, f
 
@@ -107,7 +116,8 @@ def _layer_struct(model: Model, i: int, f: dict) -> str:
     l = model.layers[i]
     (ih, iw, ic), (oh, ow, oc) = l.in_shape, l.out_shape
     (kh, kw), (sh, sw) = l.kernel, l.stride
-    fields = {"op": OPS[l.op], "kernel_h": kh, "kernel_w": kw, "stride_h": sh, "stride_w": sw,
+    op = "MSF_AVG_POOL_PADDED" if l.count_pad else OPS[l.op]
+    fields = {"op": op, "kernel_h": kh, "kernel_w": kw, "stride_h": sh, "stride_w": sw,
               "pad_top": l.pad_top, "pad_left": l.pad_left, "in_h": ih, "in_w": iw, "in_c": ic,
               "out_h": oh, "out_w": ow, "out_c": oc, "input": model.input_of(i),
               "skip": l.skip if l.skip is not None else -1, **f}

@@ -7,6 +7,8 @@ Explicit padding that is neither TFLite SAME nor VALID becomes a PAD op (the zer
 before a max pool) followed by a VALID op. Global average pooling is AVERAGE_POOL_2D when it keeps
 its input's quantization and MEAN when it requantizes (`Layer.requantize`). SOFTMAX, HARD_SWISH,
 LEAKY_RELU, PRELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n));
+MUL takes its 1 x 1 x C operand as TFLite broadcasts it; a slice is a STRIDED_SLICE of the
+channels; an average pool counting its padding taps is a PAD (the zero point) and a VALID pool;
 PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor, or (H, W, C) with a
 slope per element), quantized per tensor.
 """
@@ -127,11 +129,11 @@ class _Graph:
         (kh, kw), (sh, sw) = layer.kernel, layer.stride
         same = same_padding(h, kh, sh) + same_padding(w, kw, sw)
         top, left, bottom, right = layer.pad
-        if (top, bottom, left, right) == same:
+        if (top, bottom, left, right) == same and not layer.count_pad:
             return x, fb.Padding.SAME
         if not any(layer.pad):
             return x, fb.Padding.VALID
-        if layer.op == ir.AVG_POOL:
+        if layer.op == ir.AVG_POOL and not layer.count_pad:
             raise ValueError(f"layer {index} ({layer.name}): TFLite cannot express avg_pool "
                              f"padding {layer.pad} (neither SAME nor VALID)")
         q = self.model.tensor_q(src)
@@ -216,6 +218,22 @@ class _Graph:
             self.op(fb.BuiltinOperator.ADD,
                     [self.activation(src, 4), self.activation(layer.skip, 4)],
                     [self.output(index, layer)], fb.BuiltinOptions.AddOptions, options)
+        elif layer.op == ir.MUL:
+            options = fb.MulOptionsT()
+            options.fusedActivationFunction = act
+            rank = 2 if (src, 4) not in self.views else 4
+            self.op(fb.BuiltinOperator.MUL,
+                    [self.activation(src, rank), self.activation(layer.skip, rank)],
+                    [self.output(index, layer, rank)], fb.BuiltinOptions.MulOptions, options)
+        elif layer.op == ir.SLICE:
+            h, w, c = layer.in_shape
+            ends = {"begin": [0, 0, 0, layer.begin], "end": [1, h, w, layer.begin + layer.cout],
+                    "strides": [1, 1, 1, 1]}
+            args = [self.tensor(f"{layer.name}_{k}", (4,), fb.TensorType.INT32,
+                                data=np.array(v, "<i4")) for k, v in ends.items()]
+            self.op(fb.BuiltinOperator.STRIDED_SLICE, [self.activation(src, 4), *args],
+                    [self.output(index, layer)], fb.BuiltinOptions.StridedSliceOptions,
+                    fb.StridedSliceOptionsT())
         elif layer.op == ir.CONCAT:
             if layer.act != "none":
                 raise ValueError(f"layer {index} ({layer.name}): concat has no fused activation")
@@ -232,7 +250,7 @@ class _Graph:
             self.op(fb.BuiltinOperator.FULLY_CONNECTED, [self.activation(src, 2), filt, bias],
                     [self.output(index, layer, rank=2)], fb.BuiltinOptions.FullyConnectedOptions,
                     options)
-        elif layer.op in ir.PIXEL_OPS:
+        elif layer.op in ir.PIXEL_OPS and layer.op != ir.SLICE:
             self.pixel_op(index, layer)
         else:
             raise ValueError(f"layer {index}: unsupported op {layer.op!r}")

@@ -147,11 +147,13 @@ class Costs:
 
 def lowest_first(model: Model, end: int) -> int:
     """Smallest block start for a block whose spatial part ends at `end`: spatial layers only,
-    and no tensor made inside the block may be read after it."""
+    no tensor made inside the block may be read after it, and the 1 x 1 x C vector of a
+    per-channel product is made before it (read whole, not row by row)."""
     last_reader = model.last_reader()
+    vectors = {model.layers[l].skip for l in range(end + 1) if model.broadcasts(l)}
     first = end
     while first > 0 and model.layers[first - 1].op in ir.SPATIAL_OPS:
-        if last_reader[first] > end:          # tensor `first` would become internal
+        if last_reader[first] > end or first in vectors:   # `first` would become internal
             break
         first -= 1
     return first

@@ -33,7 +33,8 @@ def kernel_class(layer) -> str:
     if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     # max and average pools apart: an average divides per output (slow on some cores)
-    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MAX_POOL: "max_pool",
+    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MUL: "add",
+            ir.MAX_POOL: "max_pool",
             ir.AVG_POOL: "avg_pool", ir.GLOBAL_AVGPOOL: "global_avgpool",
             ir.DENSE: "dense"}[layer.op]
 

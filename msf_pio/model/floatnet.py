@@ -78,6 +78,9 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
     if layer.op == ir.MAX_POOL:
         return _window(layer, x, -np.inf, lambda acc, xs, i, j: np.maximum(acc, xs),
                        layer.cout, start=-np.inf)
+    if layer.op == ir.AVG_POOL and layer.count_pad:   # padding taps are zeros, counted
+        total = _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs, layer.cout)
+        return total / np.float32(layer.kernel_h * layer.kernel_w)
     if layer.op == ir.AVG_POOL:
         total = _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs, layer.cout)
         ones = np.ones((1,) + layer.in_shape[:2] + (1,), np.float32)
@@ -100,6 +103,10 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
         return 1.0 / (1.0 + np.exp(-x))
     if layer.op == ir.CONCAT:
         return np.concatenate([x, second[0]], axis=-1)
+    if layer.op == ir.MUL:
+        return x * second[0]
+    if layer.op == ir.SLICE:
+        return x[..., layer.begin:layer.begin + layer.cout]
     return x + second[0]   # add
 
 

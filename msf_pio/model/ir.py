@@ -29,11 +29,13 @@ HARD_SWISH = "hard_swish"
 LEAKY_RELU = "leaky_relu"
 LOGISTIC = "logistic"
 PRELU = "prelu"
+MUL = "mul"                # element-wise product: `skip` the same shape, or 1 x 1 x C (broadcast)
+SLICE = "slice"            # channels [begin, begin + C_out) of the input
 
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a kh x kw window and strides
 ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
-PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS             # one output pixel per input pixel
-BINARY_OPS = (ADD, CONCAT)                           # read two tensors, pixel by pixel
+PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS + (SLICE,)  # one output pixel per input pixel
+BINARY_OPS = (ADD, CONCAT, MUL)                      # read two tensors, pixel by pixel
 SPATIAL_OPS = WINDOW_OPS + BINARY_OPS + PIXEL_OPS    # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
 ALL_OPS = SPATIAL_OPS + HEAD_OPS
@@ -112,6 +114,10 @@ class Layer:
     # prelu: one slope per element (alpha H x W x C, Keras' PReLU without shared axes) instead
     # of one per channel
     slope_per_pixel: bool = False
+    begin: int = 0                                   # slice: the first input channel taken
+    # avg_pool: every window tap counts, the padding ones holding the zero point (a PAD before
+    # the pool, or ONNX's count_include_pad), instead of the taps inside the input only
+    count_pad: bool = False
 
     def __post_init__(self):
         self.kernel, self.stride = pair(self.kernel), pair(self.stride)
@@ -231,6 +237,13 @@ class Model:
             self.__dict__["_topology_cache"] = cached
         return cached[1], cached[2]
 
+    def broadcasts(self, l: int) -> bool:
+        """Layer l multiplies its input by a 1 x 1 x C vector (a squeeze-and-excite gate): the
+        vector is read whole, at pixel (0, 0), for every output pixel."""
+        layer = self.layers[l]
+        return layer.op == MUL and self.tensor_shape(layer.skip)[:2] == (1, 1) \
+            and layer.out_shape[:2] != (1, 1)
+
     def residuals(self) -> dict[int, int]:
         """Map add-layer index -> skip tensor index."""
         return {i: l.skip for i, l in enumerate(self.layers) if l.op == ADD}
@@ -253,6 +266,10 @@ def graph_error(model: Model) -> tuple[int, str] | None:
                 return l, f"reads tensor {t}, which is not made before it"
         if layer.op in HEAD_OPS and model.input_of(l) != l:
             return l, f"{layer.op} must read the previous layer's output"
+        if layer.op == MUL and model.tensor_shape(layer.skip) not in (
+                layer.out_shape, (1, 1, layer.cout)):
+            return l, (f"multiplies by a tensor of shape {list(model.tensor_shape(layer.skip))}:"
+                       f" only {list(layer.out_shape)} or [1, 1, {layer.cout}] (per channel)")
     readers = model.readers()
     for t in range(model.n_layers):
         if t not in readers:

@@ -202,12 +202,9 @@ class Lowering:
                              f"{self.name_of('reshape')} in front of a {self.name_of('dense')}",
                              node)
         if view.pad and not pad_ok:
-            why = (" (an average pool divides by the taps inside its padded input, the padded "
-                   "ones included: no pool padding computes that)" if node.op == "avg_pool"
-                   else "")
             raise self.error(f"reads the output of {view.pad_node.ref}: a "
                              f"{self.name_of('pad')} may only feed a {self.name_of('conv')} or "
-                             f"a {self.name_of('max_pool')}{why}", node, t)
+                             f"a pool", node, t)
         if any(view.channel_pad) and not (node.op == "conv" and node.attrs.get("group", 1) == 1):
             raise self.error(f"reads the output of {view.pad_node.ref} of the channels: a "
                              f"channel padding may only feed a {self.name_of('conv')}", node, t)
@@ -240,6 +237,7 @@ class Lowering:
             "batchnorm": self.batchnorm, "softmax": self.pixel_op, "hard_swish": self.pixel_op,
             "leaky_relu": self.pixel_op, "logistic": self.pixel_op, "prelu": self.prelu,
             "quantize": self.quantize, "dequantize": self.dequantize, "error": self.refused,
+            "mul": self.mul, "slice": self.slice,
         }
         for node in self.g.nodes:
             self.current = node
@@ -419,7 +417,7 @@ class Lowering:
             if not (after_relu or lowest):
                 raise self.refuse("pad_max_pool", node, view.pad_node, value=value,
                                   reader=node.op_name)
-        elif value != 0.0:
+        elif value != 0.0:          # a conv's or average pool's padding taps are real 0
             raise self.error(f"pads with {value}: before a {node.op_name} only 0 folds into its "
                              "padding", view.pad_node)
         return view.pad
@@ -504,9 +502,18 @@ class Lowering:
         self.emit(node, layer, flat=flat, params=params, sources=(w, bias))
 
     def pool(self, node: Node) -> None:
+        """MAX/AVERAGE_POOL_2D. An average pool after a PAD (or with ONNX's count_include_pad)
+        divides by every tap of its window, the padded ones holding the zero point: the IR's
+        `count_pad`, when all of its padding counts (the pool itself pads nothing)."""
         maximum = node.op == "max_pool"
-        view = self.view(node, pad_ok=maximum)
+        view = self.view(node, pad_ok=True)
         folded = self.folded_pad(node, view)
+        own = node.attrs.get("padding", "valid")
+        count_pad = not maximum and (view.pad is not None or node.attrs.get("count_pad", False))
+        if count_pad and view.pad is not None and own not in ("valid", (0, 0, 0, 0)):
+            raise self.error(f"an average pool with padding of its own after "
+                             f"{view.pad_node.ref} counts only some padded taps: not supported",
+                             node)
         self.activation_q(node, self.tensor(node, 0))
         q_in = self.q[view.t]
         h, w, c = self.shape(view.t)
@@ -516,15 +523,14 @@ class Lowering:
         unpadded = padding in ("valid", (0, 0, 0, 0)) or (padding in ("same", "same_lower")
                                                           and sh >= h and sw >= w)
         if not maximum and (kh, kw) == (h, w) and min(sh, sw) >= 1 and unpadded and \
+                view.pad is None and not node.attrs.get("count_pad") and \
                 node.attrs.get("dilation", (1, 1)) == (1, 1):     # over the whole map
             layer = Layer(op=ir.GLOBAL_AVGPOOL, in_shape=(h, w, c), out_shape=(1, 1, c),
                           act=node.attrs.get("act", "none"))
         else:
             layer = self.window(node, view, ir.MAX_POOL if maximum else ir.AVG_POOL, (kh, kw),
                                 c, folded)
-            if not maximum and node.attrs.get("count_pad") and any(layer.pad):
-                raise self.error("count_include_pad=1 with padding (TFLite counts valid taps)",
-                                 node)
+            layer.count_pad = count_pad and any(layer.pad)
         self.emit(node, layer)
         self.pool_q(node, q_in)
 
@@ -695,6 +701,17 @@ class Lowering:
         """The node's target shape: `flatten_axis` (dims before it, dims from it), or `target`
         (0 copies the input's dimension, -1 is inferred, as ONNX's Reshape has it)."""
         n = int(np.prod(dims))
+        if "squeeze" in node.attrs:          # the given axes (all of size 1) dropped
+            axes = {a % len(dims) for a in node.attrs["squeeze"] or
+                    [i for i, d in enumerate(dims) if d == 1]}
+            return tuple(d for i, d in enumerate(dims) if i not in axes) \
+                if all(dims[a] == 1 for a in axes) else None
+        if "unsqueeze" in node.attrs:        # axes of size 1 inserted (ONNX's Unsqueeze)
+            out = list(dims)
+            rank = len(dims) + len(node.attrs["unsqueeze"])
+            for a in sorted(a % rank for a in node.attrs["unsqueeze"]):
+                out.insert(a, 1)
+            return tuple(out)
         if "flatten_axis" in node.attrs:
             a = node.attrs["flatten_axis"] % (len(dims) + 1)
             return (int(np.prod(dims[:a])), int(np.prod(dims[a:])))
@@ -833,6 +850,64 @@ class Lowering:
                               slope_per_pixel=per_pixel), flat=view.flat, flat_ok=True,
                   params=None if self.g.kind == INT8 else FloatWeights(slopes.real(), np.zeros(0)),
                   sources=(slopes, None))
+
+    def mul(self, node: Node) -> None:
+        """The product of two computed tensors of one shape, or of a map and a 1 x 1 x C vector
+        (a squeeze-and-excite gate): the map is the layer's input, the other its `skip`."""
+        if len(node.inputs) != 2:
+            raise self.error(f"needs two inputs, has {len(node.inputs)}", node)
+        a, b = self.view(node, 0, flat_ok=True), self.view(node, 1, flat_ok=True)
+        if a.t == b.t:
+            raise self.error("multiplies a tensor by itself", node)
+        sa, sb = self.shape(a.t), self.shape(b.t)
+        main, other = (b, a) if sa[:2] == (1, 1) and sb[:2] != (1, 1) else (a, b)
+        shape, second = self.shape(main.t), self.shape(other.t)
+        if second not in (shape, (1, 1, shape[2])):
+            raise self.error(f"multiplies shapes {list(self.file_dims(main)[1:])} and "
+                             f"{list(self.file_dims(other)[1:])}: only alike, or by one value "
+                             "per channel", node)
+        for i in (0, 1):
+            self.activation_q(node, self.tensor(node, i))
+        self.reading = main.t
+        self.emit(node, Layer(op=ir.MUL, in_shape=shape, out_shape=shape, skip=other.t,
+                              act=node.attrs.get("act", "none")), flat=main.flat)
+
+    def slice(self, node: Node) -> None:
+        """Parts of the channels (SPLIT, STRIDED_SLICE, ONNX Split and Slice): output k is
+        channels `bounds[k]` of the input; an output nothing reads is not computed."""
+        view = self.view(node)
+        h, w, c = self.shape(view.t)
+        axis = node.attrs.get("axis", 3 if self.g.layout == NHWC else 1)
+        if axis % 4 != (3 if self.g.layout == NHWC else 1):
+            raise self.error(f"slices axis {axis}: only the channels (axis "
+                             f"{3 if self.g.layout == NHWC else 1} of {self.g.layout}) are "
+                             "supported", node)
+        bounds = node.attrs.get("bounds")
+        if bounds is None:                   # sizes (None: equal parts)
+            sizes = node.attrs.get("sizes") or [c // len(node.outputs)] * len(node.outputs)
+            ends = np.cumsum(sizes).tolist()
+            bounds = list(zip([0] + ends[:-1], ends))
+        bounds = [(b + c if b < 0 else b, e + c if e < 0 else e) for b, e in bounds]
+        if len(bounds) != len(node.outputs):
+            raise self.error(f"has {len(node.outputs)} outputs for {len(bounds)} parts", node)
+        self.activation_q(node, self.tensor(node, 0))
+        for (begin, end), name in zip(bounds, node.outputs):
+            begin, end = max(begin, 0), min(end, c)
+            if begin >= end:
+                raise self.error(f"channels [{begin}, {end}) of {c}: an empty part", node)
+            if not self.readers.get(name):
+                continue
+            part = Node(node.op, node.inputs[:1], [name], node.attrs, node.where, node.op_name,
+                        self.g.tensors[name].title or name, node.roles, node.ref)
+            self.reading = view.t
+            self.emit(part, Layer(op=ir.SLICE, in_shape=(h, w, c), out_shape=(h, w, end - begin),
+                                  begin=begin))
+            if self.g.kind == INT8 and self.q[-1] != self.q[view.t]:
+                raise self.error(f"output quantization {self.q[-1]} differs from its input's "
+                                 f"{self.q[view.t]}: a slice copies bytes", node,
+                                 self.g.tensors[name])
+            if self.g.kind == QDQ:
+                self.q[-1] = self.layers[-1].q_out = self.q[view.t]
 
     def quantize(self, node: Node) -> None:
         src = self.tensor(node, 0)

@@ -480,9 +480,48 @@ def _concat(r: _Reader, proto: NodeProto, node: Node) -> None:
     node.op, node.attrs = "concat", {"axis": r.attr(proto, "axis", 0)}
 
 
+def _ints_input(r: _Reader, proto: NodeProto, i: int, attr: str) -> list[int] | None:
+    """An int list given as input i (newer opsets) or as attribute `attr` (older ones)."""
+    if len(proto.input) > i and proto.input[i]:
+        return [int(v) for v in r.const(proto, i).reshape(-1)]
+    return r.attr(proto, attr)
+
+
+def _split(r: _Reader, proto: NodeProto, node: Node) -> None:
+    """Split into the given sizes (or equal parts) along an axis: channel parts."""
+    sizes = _ints_input(r, proto, 1, "split")
+    node.outputs = [r.tensor(o) for o in proto.output]
+    node.op, node.inputs = "slice", node.inputs[:1]
+    node.attrs = {"axis": r.attr(proto, "axis", 0), "sizes": sizes}
+
+
+def _slice(r: _Reader, proto: NodeProto, node: Node) -> None:
+    starts, ends = _ints_input(r, proto, 1, "starts"), _ints_input(r, proto, 2, "ends")
+    axes = _ints_input(r, proto, 3, "axes") or list(range(len(starts or [])))
+    steps = _ints_input(r, proto, 4, "steps") or [1] * len(axes)
+    if not starts or len(axes) != 1 or steps != [1]:
+        raise _Refused("only a Slice of one axis with step 1 is supported")
+    node.op, node.inputs = "slice", node.inputs[:1]
+    node.attrs = {"axis": axes[0], "bounds": [(starts[0], ends[0])]}
+
+
+def _squeeze(r: _Reader, proto: NodeProto, node: Node) -> None:
+    axes = _ints_input(r, proto, 1, "axes")
+    key = "squeeze" if proto.op_type == "Squeeze" else "unsqueeze"
+    node.op, node.inputs, node.attrs = "reshape", node.inputs[:1], {key: axes or []}
+
+
+def _reduce_mean(r: _Reader, proto: NodeProto, node: Node) -> None:
+    axes = _ints_input(r, proto, 1, "axes")
+    node.op, node.inputs = "mean", node.inputs[:1]
+    node.attrs = {"axes": axes or [0, 1, 2, 3], "keep_dims": bool(r.attr(proto, "keepdims", 1))}
+
+
 _READERS = {"Conv": _conv, "BatchNormalization": _batchnorm, "Relu": _act, "Clip": _act,
             "Add": lambda r, p, n: setattr(n, "op", "add"), "MaxPool": _pool,
             "AveragePool": _pool, "GlobalAveragePool": _global_avgpool, "Flatten": _flatten,
             "Reshape": _flatten, "Gemm": _dense, "MatMul": _dense, "Softmax": _pixel_op,
             "HardSwish": _pixel_op, "LeakyRelu": _pixel_op, "Sigmoid": _pixel_op,
-            "PRelu": _prelu, "Pad": _pad, "Transpose": _transpose, "Concat": _concat}
+            "PRelu": _prelu, "Pad": _pad, "Transpose": _transpose, "Concat": _concat,
+            "Mul": lambda r, p, n: setattr(n, "op", "mul"), "Split": _split, "Slice": _slice,
+            "Squeeze": _squeeze, "Unsqueeze": _squeeze, "ReduceMean": _reduce_mean}

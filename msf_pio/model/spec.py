@@ -21,11 +21,14 @@ _FIELDS = {
     "conv2d": {"out", "kernel", "stride", "padding", "act"},
     "pointwise": {"out", "stride", "act"},
     "depthwise_conv2d": {"out", "kernel", "stride", "padding", "act"},
-    "inverted_residual": {"out", "expand", "kernel", "stride", "repeat", "act", "residual"},
+    "inverted_residual": {"out", "expand", "kernel", "stride", "repeat", "act", "residual",
+                          "se"},
     "add": {"from", "act"},
     "concat": {"from"},
+    "mul": {"from", "act"},
+    "slice": {"begin", "out"},
     "max_pool": {"kernel", "stride", "padding"},
-    "avg_pool": {"kernel", "stride", "padding"},
+    "avg_pool": {"kernel", "stride", "padding", "count_pad"},
     "global_avgpool": set(),
     "dense": {"out", "act"},
     "softmax": {"beta"},
@@ -292,7 +295,9 @@ class _Builder:
             out = (1, 1, out_c)
         elif op == ir.CONCAT:
             out = (h, w, c + self._tensor_shape(skip)[2])
-        else:  # add
+        elif op == ir.SLICE:
+            out = (h, w, out_c)
+        else:  # add, mul
             out = (h, w, c)
         source, self.pending_input = self.pending_input, None
         layer = Layer(op=op, in_shape=self.shape, out_shape=out, kernel=kernel, stride=stride,
@@ -338,6 +343,18 @@ class _Builder:
             out = self._window(ir.DEPTHWISE, spec, c, "same", self._act(spec, "none"))
         elif op in ("max_pool", "avg_pool"):
             out = self._window(op, spec, c, "valid", "none")
+            if spec.get("count_pad", False) not in (True, False):
+                raise self.ctx.error("count_pad", "must be true (padding taps count, as the "
+                                                  "zero point) or false")
+            self.layers[-1].count_pad = bool(spec.get("count_pad")) and any(self.layers[-1].pad)
+        elif op == "mul":
+            out = self._mul(spec)
+        elif op == "slice":
+            begin, n = self._int(spec, "begin", 0, minimum=0), self._int(spec, "out")
+            if begin + n > c:
+                raise self.ctx.error("out", f"channels [{begin}, {begin + n}) of {c}")
+            out = self._emit(ir.SLICE, n, name=spec.get("name", ""))
+            self.layers[-1].begin = begin
         elif op == "global_avgpool":
             out = self._emit(ir.GLOBAL_AVGPOOL, c, name=spec.get("name", ""))
         elif op == "dense":
@@ -392,6 +409,29 @@ class _Builder:
         return self._emit(ir.ADD, self.shape[2], act=self._act(spec, "none"), skip=skip,
                           name=spec.get("name", ""))
 
+    def _mul(self, spec: dict) -> int:
+        """The current tensor times `from`'s: a tensor of its shape, or 1 x 1 x C."""
+        skip = self._ref(spec, "from")
+        skip_shape = self._tensor_shape(skip)
+        if skip_shape not in (self.shape, (1, 1, self.shape[2])):
+            raise self.ctx.error("from", f"shape {list(skip_shape)} is neither the current "
+                                         f"shape {list(self.shape)} nor [1, 1, {self.shape[2]}]")
+        if skip == self._current():
+            raise self.ctx.error("from", "multiplies the current tensor by itself")
+        return self._emit(ir.MUL, self.shape[2], act=self._act(spec, "none"), skip=skip,
+                          name=spec.get("name", ""))
+
+    def _squeeze_excite(self, squeeze: int, name: str) -> int:
+        """x * logistic(1x1(relu(1x1(global_avgpool(x))))): the gate of MobileNetV3 and
+        EfficientNet, per channel."""
+        x, c = self._current(), self.shape[2]
+        self._emit(ir.GLOBAL_AVGPOOL, c, name=f"{name}.squeeze")
+        self._emit(ir.CONV, squeeze, act="relu", name=f"{name}.reduce")
+        self._emit(ir.CONV, c, name=f"{name}.expand")
+        gate = self._emit(ir.LOGISTIC, c, name=f"{name}.gate")
+        self.pending_input, self.shape = x, self._tensor_shape(x)
+        return self._emit(ir.MUL, c, skip=gate, name=f"{name}.excite")
+
     def _concat(self, spec: dict) -> int:
         """CONCATENATION along channels: the current tensor's channels, then `from`'s."""
         skip = self._ref(spec, "from")
@@ -413,7 +453,11 @@ class _Builder:
         kernel = self._pair(spec, "kernel", 3)
         stride = self._pair(spec, "stride", 1)
         repeat = self._int(spec, "repeat", 1, maximum=MAX_REPEAT)
-        act = self._act(spec, "relu6")
+        act = spec.get("act", "relu6")
+        if act not in ir.ACTIVATIONS + (ir.HARD_SWISH,):
+            raise self.ctx.error("act", f"must be one of none, relu, relu6, hard_swish, got "
+                                        f"{act!r}")
+        se = self._int(spec, "se", 0, minimum=0)
         residual = spec.get("residual", "auto")
         if residual not in ("auto", True, False):
             raise self.ctx.error("residual", f"must be auto, true or false, got {_short(residual)}")
@@ -428,13 +472,20 @@ class _Builder:
                 raise self.ctx.error("residual", f"needs stride 1 and in == out channels "
                                                  f"(got stride {list(s)}, {cin} -> {out_c})")
             name = f"{base}.{r}" if repeat > 1 else base
+            fused = "none" if act == ir.HARD_SWISH else act
             if expand != 1:
-                self._emit(ir.CONV, cin * expand, 1, 1, (0, 0, 0, 0), act, name=f"{name}.expand")
+                self._emit(ir.CONV, cin * expand, 1, 1, (0, 0, 0, 0), fused, name=f"{name}.expand")
+                if act == ir.HARD_SWISH:
+                    self._emit(ir.HARD_SWISH, self.shape[2], name=f"{name}.expand.hswish")
             h, w, _ = self.shape
             top, bottom = same_padding(h, kernel[0], s[0])
             left, right = same_padding(w, kernel[1], s[1])
-            self._emit(ir.DEPTHWISE, self.shape[2], kernel, s, (top, left, bottom, right), act,
+            self._emit(ir.DEPTHWISE, self.shape[2], kernel, s, (top, left, bottom, right), fused,
                        name=f"{name}.dw")
+            if act == ir.HARD_SWISH:
+                self._emit(ir.HARD_SWISH, self.shape[2], name=f"{name}.dw.hswish")
+            if se:
+                self._squeeze_excite(se, f"{name}.se")
             out = self._emit(ir.CONV, out_c, 1, 1, (0, 0, 0, 0), "none", name=f"{name}.project")
             if can_add and residual in ("auto", True):
                 out = self._emit(ir.ADD, out_c, skip=block_in, name=f"{name}.add")

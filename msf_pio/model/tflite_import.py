@@ -45,6 +45,11 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into the optio
                       "FusedActivationFunction"),
     "FullyConnectedOptions": ("FusedActivationFunction", "WeightsFormat", "KeepNumDims"),
     "AddOptions": ("FusedActivationFunction",),
+    "MulOptions": ("FusedActivationFunction",),
+    "SplitOptions": ("NumSplits",),
+    "SplitVOptions": ("NumSplits",),
+    "StridedSliceOptions": ("BeginMask", "EndMask", "EllipsisMask", "NewAxisMask",
+                            "ShrinkAxisMask", "Offset"),
     "ConcatenationOptions": ("Axis", "FusedActivationFunction"),
     "ReducerOptions": ("KeepDims",),
 }
@@ -428,6 +433,70 @@ def _unary(op: str):
     return build
 
 
+def _mul(graph: Graph, node: Node, options: dict) -> None:
+    node.op, node.attrs = "mul", {"act": _act(node, options)}
+
+
+def _dims(graph: Graph, name: str) -> tuple[int, ...]:
+    t = graph.tensors[name]
+    if not t.shape or not all(isinstance(d, int) for d in t.shape):
+        raise _Refused(f"the input's shape {list(t.shape or [])} must be static", name)
+    return t.shape
+
+
+def _channel_slice(node: Node, dims, begin, end, what: str) -> None:
+    """Channels [begin, end) of a 4-D NHWC tensor, every other axis whole."""
+    if len(dims) != 4 or any((b, e) != (0, d) for b, e, d in zip(begin[:3], end[:3], dims[:3])):
+        raise _Refused(f"{what} [{', '.join(f'{b}:{e}' for b, e in zip(begin, end))}] of "
+                       f"{list(dims)}: only a part of the channels is supported")
+    node.op, node.attrs = "slice", {"axis": 3, "bounds": [(begin[3], end[3])]}
+
+
+def _strided_slice(graph: Graph, node: Node, options: dict) -> None:
+    dims = _dims(graph, node.inputs[0])
+    begin, end, strides = (_ints(graph, node, i, lambda s: s == (len(dims),)) for i in (1, 2, 3))
+    if any(options.get(k, 0) for k in ("EllipsisMask", "NewAxisMask", "ShrinkAxisMask",
+                                        "Offset")) or any(v != 1 for v in strides):
+        raise _Refused("only a STRIDED_SLICE of stride 1 without ellipsis, new or shrunk axes "
+                       "is supported")
+    bm, em = options.get("BeginMask", 0), options.get("EndMask", 0)
+    begin = [0 if bm >> i & 1 else (b % d if b < 0 else b) for i, (b, d) in
+             enumerate(zip(begin, dims))]
+    end = [d if em >> i & 1 else (e + d if e < 0 else min(e, d)) for i, (e, d) in
+           enumerate(zip(end, dims))]
+    _channel_slice(node, dims, begin, end, "STRIDED_SLICE")
+    node.inputs = node.inputs[:1]
+
+
+def _slice(graph: Graph, node: Node, options: dict) -> None:
+    dims = _dims(graph, node.inputs[0])
+    begin, size = (_ints(graph, node, i, lambda s: s == (len(dims),)) for i in (1, 2))
+    end = [d if n == -1 else b + n for b, n, d in zip(begin, size, dims)]
+    _channel_slice(node, dims, begin, end, "SLICE")
+    node.inputs = node.inputs[:1]
+
+
+def _split(graph: Graph, node: Node, options: dict) -> None:
+    """SPLIT (axis, tensor) into equal parts, SPLIT_V (tensor, sizes, axis) into given ones."""
+    if node.op_name == "SPLIT":
+        axis, x = _ints(graph, node, 0, lambda s: len(s) <= 1)[0], node.inputs[1]
+        dims = _dims(graph, x)
+        n = len(node.outputs)
+        if dims[axis % len(dims)] % max(n, 1):
+            raise _Refused(f"splits {dims[axis % len(dims)]} into {n} unequal parts")
+        sizes = [dims[axis % len(dims)] // max(n, 1)] * n
+    else:
+        x, dims = node.inputs[0], _dims(graph, node.inputs[0])
+        sizes = _ints(graph, node, 1, lambda s: len(s) == 1)
+        axis = _ints(graph, node, 2, lambda s: len(s) <= 1)[0]
+        if -1 in sizes:
+            sizes[sizes.index(-1)] = dims[axis % len(dims)] - (sum(sizes) + 1)
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int).tolist()
+    node.op, node.inputs = "slice", [x]
+    node.attrs = {"axis": axis if len(dims) == 4 else 99,
+                  "bounds": list(zip(starts[:-1], starts[1:]))}
+
+
 def _relu(graph: Graph, node: Node, options: dict) -> None:
     node.op, node.inputs = "clip", node.inputs[:1]
     node.attrs = {"min": 0.0, "max": 6.0 if node.op_name == "RELU6" else None}
@@ -444,5 +513,7 @@ _BUILDERS = {
     "DEQUANTIZE": _unary("dequantize"), "SOFTMAX": _unary("softmax"),
     "HARD_SWISH": _unary("hard_swish"), "LEAKY_RELU": _unary("leaky_relu"),
     "LOGISTIC": _unary("logistic"), "PRELU": _prelu, "TRANSPOSE": _transpose,
-    "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu,
+    "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu, "MUL": _mul,
+    "STRIDED_SLICE": _strided_slice, "SLICE": _slice, "SPLIT": _split, "SPLIT_V": _split,
+    "SQUEEZE": _reshape,
 }

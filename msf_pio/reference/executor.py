@@ -50,10 +50,20 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
         out = np.concatenate([x, np.asarray(tensors[layer.skip])], axis=-1)
     elif layer.op == ir.MAX_POOL:
         out = windows(padded(x, layer, nm.INT8_MIN - 1), layer).max(axis=(2, 3))
+    elif layer.op == ir.AVG_POOL and layer.count_pad:   # padding taps: the zero point, counted
+        zero = model.tensor_q(model.input_of(index)).zero_point
+        total = windows(padded(x, layer, zero), layer).sum(axis=(2, 3))
+        out = nm.rounded_average(total, layer.kernel_h * layer.kernel_w)
     elif layer.op == ir.AVG_POOL:
         total = windows(padded(x, layer, 0), layer).sum(axis=(2, 3))
         count = valid_taps(layer).sum(axis=(2, 3))[..., None]
         out = nm.rounded_average(total, count)
+    elif layer.op == ir.MUL:         # TFLite int8 MUL; a 1 x 1 x C operand broadcasts
+        y = np.asarray(tensors[layer.skip]).astype(np.int64) + rq.input2_offset
+        out = nm.multiply_by_quantized_multiplier((x.astype(np.int64) + rq.input1_offset) * y,
+                                                  rq.multiplier, rq.shift) + rq.output_offset
+    elif layer.op == ir.SLICE:
+        out = x[..., layer.begin:layer.begin + layer.cout]
     elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
         h, w, _ = x.shape
         total = x.astype(np.int64).sum(axis=(0, 1)) + h * w * rq.input_offset

@@ -58,4 +58,6 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
                   pad=pad)
     sub = model.with_layers([cut if i == l else x for i, x in enumerate(model.layers)])
     inputs = {t: read(t, r0, r1, c0, c1) for t in model.inputs(l)}
+    if model.broadcasts(l):          # the 1 x 1 x C vector, whole
+        inputs[layer.skip] = read(layer.skip, 0, 0, 0, 0)
     return run_layer(sub, l, inputs)

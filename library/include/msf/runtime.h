@@ -29,7 +29,8 @@ static inline int8_t *msf_pixel(const msf_view_t *v, int32_t row, int32_t col)
 enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
     MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
-    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12
+    MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12, MSF_MUL = 13,
+    MSF_SLICE = 14, MSF_AVG_POOL_PADDED = 15
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. A window is
@@ -63,6 +64,9 @@ typedef struct {
     int32_t fn_mult1, fn_mult2, fn_limit;
     int8_t fn_shift1, fn_shift2;
     uint8_t slope_per_pixel;      /* prelu: alpha is (H, W, C), one slope per element */
+    uint8_t broadcast;            /* mul: the second input is 1 x 1 x C, read at pixel (0, 0)
+                                   * (in2_offset, fn_mult1 and fn_shift1: TFLite's MUL) */
+    uint16_t begin;               /* slice: the first input channel taken */
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */
@@ -140,6 +144,14 @@ void msf_concat_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
                        const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 void msf_softmax_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                         int32_t col, int32_t r0, int32_t r1);
+void msf_mul_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
+                    const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_slice_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
+                      int32_t col, int32_t r0, int32_t r1);
+/* An average pool that counts every tap of its window, the padding ones as the input's zero
+ * point (a PAD before TFLite's AVERAGE_POOL_2D, ONNX's count_include_pad). */
+void msf_avg_pool_padded_column(const msf_layer_t *l, const msf_view_t *in,
+                                const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                            int32_t col, int32_t r0, int32_t r1);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,

@@ -14,7 +14,8 @@ enum { MSF_BY_PIXEL, MSF_BY_ROW, MSF_DEPTHWISE_ROW };
  * not a staged pixel) and it is
  * - a depthwise layer: its row kernel pairs the row's pixels (msf_depthwise_row);
  * - a layer whose window is one pixel (1x1, stride 1, no padding: pointwise convs, adds,
- *   activations; not a per-element slope, indexed by the pixel's place): the row is a column
+ *   activations; not a per-element slope, indexed by the pixel's place, nor a per-channel
+ *   product, whose vector stays at its own pixel (0, 0)): the row is a column
  *   of the transposed tensor, so the column kernel gets the row's W pixels in one call (the
  *   1x1 conv pairs them). */
 static int msf_row_mode(const msf_block_t *b, const msf_view_t *view, const msf_view_t *outer,
@@ -30,7 +31,8 @@ static int msf_row_mode(const msf_block_t *b, const msf_view_t *view, const msf_
     }
     const int pixel = L->kernel_h == 1 && L->kernel_w == 1 && L->stride_h == 1 &&
                       L->stride_w == 1 && !L->pad_top && !L->pad_left &&
-                      !(L->op == MSF_PRELU && L->slope_per_pixel);
+                      !(L->op == MSF_PRELU && L->slope_per_pixel) &&
+                      !(L->op == MSF_MUL && L->broadcast);
     return whole && pixel ? MSF_BY_ROW : MSF_BY_PIXEL;
 }
 
