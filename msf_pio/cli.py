@@ -275,11 +275,12 @@ def cmd_run(args) -> int:
     from .codegen.host import HostBuild
     from .codegen.output import load_input, save_atomic
     model, plan = _codegen_plan(args)
-    x = load_input(args.input, model)
+    x, file_io = load_input(args.input, model)
     with progress.task("run: generating and compiling the C on the host", ticking=True):
         build = HostBuild(generate(model, plan))
-        try:
-            out = build.run(x).output.reshape(model.output_shape)
+        try:           # the file's own types and shapes in and out (msf_model_run_io), or int8
+            out = build.run_io(model, x) if file_io else build.run(x).output.reshape(
+                model.output_shape)
         finally:
             build.close()
     save_atomic(args.out, lambda f: np.save(f, out))
@@ -368,8 +369,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("run", help="run the plan's generated C on the host on an input")
     _add_solve_options(p)
     p.add_argument("--input", required=True, metavar="FILE.npy",
-                   help="the input: int8 HWC, or float (quantized)")
-    p.add_argument("--out", required=True, metavar="FILE.npy", help="the output (int8)")
+                   help="the input: as the model file takes it (its type and shape: the "
+                        "output is then the file's too), or int8 HWC, or float HWC (quantized)")
+    p.add_argument("--out", required=True, metavar="FILE.npy",
+                   help="the output: the file's type and shape, or int8 HWC")
     _add_calibration_options(p)
     _add_schemes_option(p)
     _add_io_options(p)

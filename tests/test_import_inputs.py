@@ -190,3 +190,71 @@ def test_a_streaming_model_with_state_subgraphs_names_the_cause(tmp_path):
     assert str(exc.value) == (f"{path}: has 2 subgraphs: a stateful streaming model (state "
                               "variables: CALL_ONCE, READ_VARIABLE, VAR_HANDLE), which msf-pio "
                               "does not run")
+
+
+def uint8_net(seed: int = 0) -> bytes:
+    """uint8 (1, 8, 8, 3) camera bytes -> QUANTIZE to int8 -> CONV 3x3/2 (RELU) -> CONV 1x1 ->
+    QUANTIZE to uint8 (a map output, as detection heads return them)."""
+    b = TfliteBuilder(seed)
+    x_u8 = b.tensor("image", (1, 8, 8, 3), TT.UINT8, np.float32(1 / 255), 0)
+    s_x = np.float32(1 / 255)
+    x = b.activation("image_int8", (1, 8, 8, 3), s_x, -128)
+    b.op(OP.QUANTIZE, [x_u8], [x])
+    w, sw = b.weights("stem", (6, 3, 3, 3), 0)
+    s1 = b.out_scale(s_x, sw, 27)
+    c1 = b.activation("stem", (1, 4, 4, 6), s1, -128)
+    b.op(OP.CONV_2D, [x, w, b.bias("stem", 6, 3000)], [c1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.SAME, 2, A.RELU))
+    w, sw = b.weights("head", (4, 1, 1, 6), 0)
+    s2 = b.out_scale(s1, sw, 6)
+    c2 = b.activation("head", (1, 4, 4, 4), s2, 3)
+    b.op(OP.CONV_2D, [c1, w, b.bias("head", 4, 3000)], [c2], OPT.Conv2DOptions,
+         conv_options(fb.Padding.VALID, 1, A.NONE))
+    y = b.tensor("scores", (1, 4, 4, 4), TT.UINT8, np.float32(s2 * 1.5), 131)
+    b.op(OP.QUANTIZE, [c2], [y])
+    return b.finish([x_u8], [y])
+
+
+@pytest.mark.parametrize("case", ["float_edges", "uint8_edges", "nchw_input"])
+def test_the_c_api_takes_and_returns_the_files_own_types_and_shapes(tmp_path, case, capsys):
+    """msf_model_run_io (and `msf-pio run`) on the file's own input gives TFLite Micro's
+    output on the same file, in the file's type and shape."""
+    from .test_tflite_layouts import nchw_net
+    from .tflite_builder import foreign_net
+    data = {"float_edges": foreign_net, "uint8_edges": uint8_net, "nchw_input": nchw_net}[case](0)
+    path = tmp_path / f"{case}.tflite"
+    path.write_bytes(data)
+    model = load_model(str(path))
+    dtype = {"float_edges": np.float32, "uint8_edges": np.uint8, "nchw_input": np.int8}[case]
+    rng = np.random.default_rng(1)
+    dims = model.input_io.dims
+    xs = [(rng.uniform(-1.5, 1.5, dims) if dtype == np.float32 else
+           rng.integers(np.iinfo(dtype).min, np.iinfo(dtype).max + 1, dims)).astype(dtype)
+          for _ in range(2)]
+    interp = runtime.Interpreter.from_bytes(data)
+    expected = []
+    for x in xs:
+        interp.set_input(x, 0)
+        interp.invoke()
+        expected.append(interp.get_output(0))
+    assert expected[0].dtype == model.output_io.dtype
+    from msf_pio.codegen.generate import generate
+    from msf_pio.codegen.host import HostBuild
+    from msf_pio.codegen.io import from_file, to_file
+    from msf_pio.fusion import solvers
+    from msf_pio.fusion.graph import build_graph
+    build = HostBuild(generate(model, solvers.p1_min_ram(build_graph(model, "exact"))))
+    try:
+        for x, ref in zip(xs, expected):
+            np.testing.assert_array_equal(build.run_io(model, x), ref)
+            # the numpy twin of the conversions, around the reference
+            np.testing.assert_array_equal(to_file(model, run_model(model, from_file(model, x))),
+                                          ref)
+    finally:
+        build.close()
+    np.save(tmp_path / "x.npy", xs[0])
+    assert main(["run", str(path), "--input", str(tmp_path / "x.npy"),
+                 "--out", str(tmp_path / "y.npy")]) == 0
+    y = np.load(tmp_path / "y.npy")
+    assert y.dtype == expected[0].dtype and y.shape == expected[0].shape
+    np.testing.assert_array_equal(y, expected[0])

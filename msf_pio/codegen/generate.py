@@ -17,6 +17,7 @@ from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
 from ..model.limits import check_model
+from . import io
 from .arena import ArenaLayout, plan_arena
 from .c_text import c_comment, c_string, line_token
 
@@ -253,6 +254,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         c_comment(plan.label) +
         " (" + plan.cost_model + " cost model). Do not edit. */",
         '#include "msf_model.h"',
+        '#include "msf/requant.h"',
         '#include "msf/runtime.h"',
         "",
         f"static int8_t msf_arena[{max(layout.size, 1)}] __attribute__((aligned(4)));",
@@ -275,6 +277,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         "}",
         "",
         *_entry_points(model, steps),
+        *io.source_lines(model),
         "#ifdef MSF_MEASURE_ARENA",
         *(["static void msf_discard(int32_t row, int32_t col, const int8_t *pixel,",
            "                        int32_t channels, void *ctx)",
@@ -473,6 +476,7 @@ extern const msf_model_info_t msf_model_info;
  * Not reentrant (one static arena). Returns 0. */
 int msf_model_run(const int8_t *input, int8_t *output);
 
+{chr(10).join(io.header_lines(model))}
 #define MSF_MODEL_STREAM_INPUT {int(model.stream_input)}
 #define MSF_MODEL_STREAM_OUTPUT {int(model.stream_output)}
 #if MSF_MODEL_STREAM_INPUT && MSF_MODEL_STREAM_OUTPUT

@@ -78,11 +78,35 @@ int main(int argc, char **argv)
         return 2;
     }
     FILE *f = fopen(argv[1], "rb");
+#ifdef MSF_HOST_IO
+    (void)input, (void)output;
+    fclose(f);
+#else
     if (!f || fread(input, 1, sizeof input, f) != sizeof input) {
         fprintf(stderr, "cannot read %s\n", argv[1]);
         return 2;
     }
     fclose(f);
+#endif
+#ifdef MSF_HOST_IO
+    /* the file's own types and layout: msf_model_run_io (argv bytes are msf_input_t's) */
+    static msf_input_t io_input[MSF_MODEL_IO_INPUT_SIZE];
+    static msf_output_t io_output[MSF_MODEL_IO_OUTPUT_SIZE];
+    f = fopen(argv[1], "rb");
+    if (!f || fread(io_input, 1, sizeof io_input, f) != sizeof io_input) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    fclose(f);
+    msf_model_run_io(io_input, io_output);
+    f = fopen(argv[2], "wb");
+    if (!f || fwrite(io_output, 1, sizeof io_output, f) != sizeof io_output) {
+        fprintf(stderr, "cannot write %s\n", argv[2]);
+        return 2;
+    }
+    fclose(f);
+    return 0;
+#endif
 #ifdef MSF_MEASURE_ARENA
     printf("arena_measured=%lu\n", (unsigned long)msf_model_measure_arena(input, output));
     msf_model_run(input, output);      /* the output too (measuring discards a streamed one) */
@@ -176,6 +200,7 @@ class HostBuild:
         "measure": ["-O2", "-DMSF_MEASURE_ARENA"],
         "sanitize": ["-O1", "-g", *SANITIZE, "-DMSF_MEASURE_ARENA"],
         "profile": ["-O2", "-DMSF_PROFILE_EDGES", "-DMSF_MEASURE_ARENA"],   # both hooks at once
+        "io": ["-O2", "-DMSF_HOST_IO"],            # msf_model_run_io: the file's types
     }
 
     def __init__(self, sources: Sources, workdir: Path | None = None):
@@ -205,10 +230,13 @@ class HostBuild:
         return self.binaries[flavour]
 
     def run(self, x: np.ndarray, flavour: str = "plain") -> HostRun:
+        """Run on input x: int8 HWC bytes, or for `io` the file's own (msf_model_run_io); the
+        output comes back as raw int8 (for `io`: bytes of the file's type, see run_io)."""
         exe = self.binary(flavour)
-        key = hashlib.sha1(x.tobytes()).hexdigest()[:12]
+        key = hashlib.sha1(x.tobytes() + str(x.dtype).encode()).hexdigest()[:12]
         inp, out = self.dir / f"in_{key}.bin", self.dir / f"out_{key}_{flavour}.bin"
-        inp.write_bytes(np.ascontiguousarray(x, dtype=np.int8).tobytes())
+        data = np.ascontiguousarray(x if flavour == "io" else np.asarray(x, dtype=np.int8))
+        inp.write_bytes(data.tobytes())
         env = {**os.environ, "ASAN_OPTIONS": "detect_leaks=1:abort_on_error=0",
                "UBSAN_OPTIONS": "print_stacktrace=1:halt_on_error=1"}
         proc = subprocess.run([str(exe), str(inp), str(out)], capture_output=True, text=True,
@@ -222,6 +250,18 @@ class HostBuild:
             if value.strip().isdigit():
                 figures[key_] = int(value)
         return HostRun(np.frombuffer(out.read_bytes(), dtype=np.int8).copy(), figures)
+
+    def run_io(self, model, x: np.ndarray) -> np.ndarray:
+        """msf_model_run_io on x (the file's type and shape); the output in the file's."""
+        from .io import C_TYPES, io_of
+        i, o = io_of(model)
+        dtypes = {"int8": np.int8, "uint8": np.uint8, "float32": np.float32}
+        x = np.asarray(x)
+        if x.dtype != dtypes[i.dtype] or x.size != int(np.prod(i.dims)):
+            raise MsfError(f"input must be {i.dtype} of shape {list(i.dims)} ({C_TYPES[i.dtype]}"
+                           f"), got {x.dtype} {list(x.shape)}")
+        raw = self.run(x.reshape(i.dims), "io").output
+        return np.frombuffer(raw.tobytes(), dtypes[o.dtype]).reshape(o.dims).copy()
 
     def close(self) -> None:
         if self._tmp:

@@ -68,20 +68,27 @@ def write_generated(sources: Sources, plan: Plan, directory: str | Path) -> list
     return paths
 
 
-def load_input(path: str | Path, model: Model) -> np.ndarray:
-    """An input image from .npy: int8 HWC as is, float quantized with the model's input scale."""
+def load_input(path: str | Path, model: Model) -> tuple[np.ndarray, bool]:
+    """An input from .npy and whether it is the model file's own (its type and shape, for
+    msf_model_run_io); else int8 HWC as is, float HWC quantized with the model's input scale."""
     try:
         x = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
         raise MsfError(f"cannot read a .npy array ({exc})", source=str(path)) from None
+    io = model.input_io
+    if io is not None and x.dtype == np.dtype(io.dtype) and x.size == int(np.prod(io.dims)) \
+            and x.reshape(-1).shape and tuple(x.shape) in (tuple(io.dims), tuple(io.dims[1:])):
+        return x.reshape(io.dims), True
     if x.ndim == 4 and x.shape[0] == 1:
         x = x[0]
     if tuple(x.shape) != model.input_shape:
         raise MsfError(f"input shape {list(x.shape)} differs from the model's "
                        f"{list(model.input_shape)} (HWC)", source=str(path))
     if x.dtype == np.int8:
-        return x
+        return x, False
     if np.issubdtype(x.dtype, np.floating):
         q = model.q_input
-        return np.clip(np.round(x / q.scale) + q.zero_point, -128, 127).astype(np.int8)
-    raise MsfError(f"input dtype {x.dtype} is neither int8 nor float", source=str(path))
+        return np.clip(np.round(x / q.scale) + q.zero_point, -128, 127).astype(np.int8), False
+    own = io.dtype if io else "int8"
+    raise MsfError(f"input dtype {x.dtype} is neither the model file's ({own}), int8 nor "
+                   "float", source=str(path))

@@ -169,6 +169,32 @@ class Layer:
         return 1
 
 
+@dataclass(frozen=True)
+class TensorIO:
+    """A graph input or output as the model file has it: its type (int8, uint8 or float32),
+    its shape (batch 1, in the file's layout: NHWC, NCHW, or (1, N)) and, for uint8, its own
+    quantization. The generated C takes and returns it through the file's own QUANTIZE /
+    DEQUANTIZE arithmetic (msf_model_run_io); the IR itself computes in int8 HWC."""
+    dtype: str = "int8"
+    dims: tuple[int, ...] = ()
+    q: QParams | None = None
+    channels_first: bool = False            # dims are (1, C, H, W)
+
+    def hwc(self, x):
+        """An array of the file's shape as the IR's H, W, C."""
+        x = np.asarray(x)
+        if self.channels_first:
+            return np.moveaxis(x.reshape(self.dims)[0], 0, -1)
+        return x.reshape(self.dims[1:] if len(self.dims) == 4 else (1, 1, self.dims[-1]))
+
+    def file(self, x):
+        """An HWC array of the IR as the file's shape."""
+        x = np.asarray(x)
+        if self.channels_first:
+            return np.moveaxis(x, -1, 0).reshape(self.dims)
+        return x.reshape(self.dims)
+
+
 @dataclass
 class Model:
     name: str
@@ -183,6 +209,9 @@ class Model:
     # The input pulled row by row from a source (a camera): the first edge keeps the input rows
     # it still needs in an arena ring instead of the caller holding the whole tensor.
     stream_input: bool = False
+    # The graph input and output as the file has them (None: int8 H x W x C, as the IR)
+    input_io: TensorIO | None = None
+    output_io: TensorIO | None = None
 
     @property
     def n_layers(self) -> int:

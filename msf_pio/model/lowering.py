@@ -22,7 +22,7 @@ from .. import numerics as nm
 from ..errors import MsfError
 from . import ir
 from .floatnet import WEIGHTED_OPS, FloatWeights
-from .ir import Layer, Model, QParams, Weights, conv_out, same_padding
+from .ir import Layer, Model, QParams, TensorIO, Weights, conv_out, same_padding
 from .opgraph import FLOAT, INT8, NCHW, NHWC, QDQ, Const, Graph, Node, Tensor
 from .quantize import f32, quantize_bias, quantize_weights
 
@@ -33,6 +33,7 @@ MAX_ELEMENTS = 1 << 28   # per tensor: far above any microcontroller model, far 
 _ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE)
 _PIXEL = {"softmax": ir.SOFTMAX, "hard_swish": ir.HARD_SWISH, "leaky_relu": ir.LEAKY_RELU,
           "logistic": ir.LOGISTIC}
+_IO_TYPES = {"INT8": "int8", "UINT8": "uint8", "FLOAT32": "float32"}
 _OP_NAMES = {   # how messages name neutral ops unless the graph names them its own way
     "conv": "convolution", "max_pool": "max pool", "avg_pool": "average pool",
     "dense": "dense layer", "reshape": "reshape", "pad": "pad", "transpose": "transpose",
@@ -88,7 +89,9 @@ class Lowering:
         self.params: list[FloatWeights | None] = []     # float weights per layer
         self.sources: list[tuple[Const, Const | None] | None] = []   # int8 weights, bias
         self.input_shape: ir.Shape = (0, 0, 0)
-        self.float_input: str | None = None         # an int8 graph's float input (QUANTIZE next)
+        self.float_input: str | None = None         # an int8 graph's float or uint8 input
+        self.input_io: TensorIO | None = None       # the graph input and output as the file
+        self.output_io: TensorIO | None = None      # has them
         self.reading: int | None = None             # IR tensor the node being lowered reads
         self.current: Node | None = None
         self.readers: dict[str, int] = {}
@@ -245,7 +248,8 @@ class Lowering:
         self.current = None
         self.graph_output()
         model = Model(name=self.g.name, input_shape=self.input_shape, layers=self.layers,
-                      source=self.g.source, weights_spec=dict(self.g.weights_spec))
+                      source=self.g.source, weights_spec=dict(self.g.weights_spec),
+                      input_io=self.input_io, output_io=self.output_io)
         bad = ir.graph_error(model)
         if bad:
             raise self.error(bad[1], self.layer_nodes[bad[0]])
@@ -270,7 +274,9 @@ class Lowering:
         else:
             self.input_shape = tuple(dims[1:])
         view = View(0, flat=len(dims) == 2, layout=self.g.layout)
-        if self.g.kind == INT8 and t.dtype == "FLOAT32":
+        self.input_io = TensorIO(_IO_TYPES.get(t.dtype, t.dtype), tuple(dims),
+                                 channels_first=len(dims) == 4 and self.g.layout == NCHW)
+        if self.g.kind == INT8 and t.dtype in ("FLOAT32", "UINT8"):
             self.float_input = t.name         # a QUANTIZE must come first
             return
         if t.dtype != ("INT8" if self.g.kind == INT8 else "FLOAT32"):
@@ -313,6 +319,10 @@ class Lowering:
         view = self.views.get(t.name)
         if not self.layers or view is None or view.t != len(self.layers) or view.pad:
             raise self.error("must be the output of the last layer", tensor=t)
+        if self.output_io is None:
+            dims = self.file_dims(view)
+            self.output_io = TensorIO(_IO_TYPES.get(t.dtype, t.dtype), dims,
+                                      channels_first=len(dims) == 4 and view.layout == NCHW)
 
     def emit(self, node: Node, layer: Layer, flat: bool = False, flat_ok: bool = False,
              params: FloatWeights | None = None,
@@ -742,6 +752,8 @@ class Lowering:
         out = self.out(node)
         if of_input:
             n, c, h, w = src.shape
+            self.input_io = TensorIO(self.input_io.dtype, tuple(src.shape), self.input_io.q,
+                                     channels_first=True)
             if out.shape is not None and tuple(out.shape) != (n, h, w, c):
                 raise self.error(f"output shape {list(out.shape)} is not the input's NHWC",
                                  node, out)
@@ -910,15 +922,36 @@ class Lowering:
                 self.q[-1] = self.layers[-1].q_out = self.q[view.t]
 
     def quantize(self, node: Node) -> None:
-        src = self.tensor(node, 0)
+        """QUANTIZE of the float or uint8 graph input into int8, or of the last int8 tensor
+        into the uint8 graph output: the C API's edges (msf_model_run_io)."""
+        src, out = self.tensor(node, 0), self.out(node)
+        if out.dtype == "UINT8" and out.name == self.g.outputs[0] and src.name in self.views:
+            view = self.view(node, flat_ok=True)
+            dims = self.file_dims(view)
+            self.output_io = TensorIO("uint8", dims, self.uint8_q(node, out),
+                                      channels_first=len(dims) == 4 and view.layout == NCHW)
+            self.views[out.name] = view
+            return
         if self.float_input is None or src.name != self.float_input or self.layers or self.q:
-            raise self.error(f"{node.op_name} is supported only on the float graph input (int8 "
-                             "requantization inside the graph is not)", node)
-        out = self.out(node)
+            raise self.error(f"{node.op_name} is supported only on the float or uint8 graph "
+                             "input and into the uint8 graph output (int8 requantization "
+                             "inside the graph is not)", node)
         if out.shape != src.shape:
             raise self.error(f"output shape {list(out.shape)} != input {list(src.shape)}", node)
+        if src.dtype == "UINT8":
+            self.input_io = TensorIO("uint8", self.input_io.dims, self.uint8_q(node, src),
+                                     self.input_io.channels_first)
         self.q.append(self.activation_q(node, out))
         self.views[out.name] = View(0)
+
+    def uint8_q(self, node: Node, t: Tensor) -> QParams:
+        scale, zp = t.declared_q or (np.zeros(0), np.zeros(0, np.int64))
+        if scale.size != 1 or zp.size != 1:
+            raise self.error("a uint8 graph edge must be quantized per tensor", node, t)
+        s, z = float(np.float32(scale[0])), int(zp[0])
+        if not (np.isfinite(s) and s > 0) or not 0 <= z <= 255:
+            raise self.error(f"bad uint8 quantization: scale {s}, zero point {z}", node, t)
+        return QParams(s, z)
 
     def dequantize(self, node: Node) -> None:
         view = self.view(node, flat_ok=True)
