@@ -216,3 +216,68 @@ def test_onnx_average_pools_counting_padding_match_onnxruntime_and_tflm(tmp_path
     x = seeded_input(quantized, 0)
     np.testing.assert_array_equal(run_model(quantized, x).reshape(-1),
                                   tflm_run(tflite_bytes(quantized), x).reshape(-1))
+
+
+def detection_net(seed: int = 0, heads: int = 2) -> bytes:
+    """int8 (1, 16, 16, 3) -> CONV 3x3/2 (RELU) -> CONV 3x3/2 (RELU) = f1 -> per scale a boxes
+    head (CONV 1x1, 4 values per anchor) and a scores head (CONV 1x1 -> LOGISTIC), then
+    CONV 3x3/2 (RELU) from f1 = f2 and its heads: an SSD-style detector with 2 x `heads`
+    graph outputs (boxes, scores per scale)."""
+    b = TfliteBuilder(seed)
+    s_in = np.float32(1 / 64)
+    x = b.activation("image", (1, 16, 16, 3), s_in, -2)
+
+    def conv(src, s_src, cin, cout, hw, name, k, stride, act):
+        w, sw = b.weights(name, (cout, k, k, cin), 0)
+        s = b.out_scale(s_src, sw, k * k * cin)
+        y = b.activation(name, (1, hw, hw, cout), s, -128 if act == A.RELU else 4)
+        b.op(OP.CONV_2D, [src, w, b.bias(name, cout, 2000)], [y], OPT.Conv2DOptions,
+             conv_options(SAME, stride, act))
+        return y, s
+
+    c1, s1 = conv(x, s_in, 3, 8, 8, "stem", 3, 2, A.RELU)
+    f, s_f = conv(c1, s1, 8, 8, 4, "f1", 3, 2, A.RELU)
+    outputs, hw = [], 4
+    for k in range(heads):
+        if k:
+            hw //= 2
+            f, s_f = conv(f, s_f, 8, 8, hw, f"f{k + 1}", 3, 2, A.RELU)
+        boxes, _ = conv(f, s_f, 8, 8, hw, f"boxes{k}", 1, 1, A.NONE)
+        logits, _ = conv(f, s_f, 8, 2, hw, f"logits{k}", 1, 1, A.NONE)
+        scores = b.activation(f"scores{k}", (1, hw, hw, 2), np.float32(1 / 256), -128)
+        b.op(OP.LOGISTIC, [logits], [scores])
+        outputs += [boxes, scores]
+    return b.finish([x], outputs)
+
+
+@pytest.mark.parametrize("heads", [1, 3])
+def test_detection_heads_are_graph_outputs_with_tflm_bytes(tmp_path, heads):
+    """Two to six graph outputs: each head's output goes to its own caller buffer (packed one
+    after another by msf_model_run, in the file's order), bit-exact with TFLite Micro's."""
+    from msf_pio.codegen.generate import generate
+    from msf_pio.codegen.host import HostBuild
+    from .test_reference_tflm import runtime
+    path = tmp_path / f"detect{heads}.tflite"
+    path.write_bytes(detection_net(heads=heads))
+    model = load_model(str(path))
+    assert len(model.output_tensors) == 2 * heads
+    interp = runtime.Interpreter.from_bytes(path.read_bytes())
+    graph = build_graph(model, "exact")
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
+    assert plans[1].peak_ram < plans[0].peak_ram
+    for plan in plans:
+        build = HostBuild(generate(model, plan))
+        try:
+            for seed in range(2):
+                x = random_input(model, seed)
+                interp.set_input(x[None], 0)
+                interp.invoke()
+                ref = np.concatenate([interp.get_output(k).reshape(-1)
+                                      for k in range(2 * heads)])
+                from msf_pio.reference import run_model
+                np.testing.assert_array_equal(run_model(model, x), ref)
+                run = build.run(x, "measure")
+                np.testing.assert_array_equal(run.output, ref)
+                assert run.figures["arena_measured"] == plan.peak_ram
+        finally:
+            build.close()

@@ -126,7 +126,7 @@ def _layer_struct(model: Model, i: int, f: dict) -> str:
 
 
 def _offset(layout_offsets: dict, model: Model, t: int) -> str:
-    if t == 0 or (t == model.n_layers and not model.stream_output):
+    if t == 0 or (model.is_output(t) and not (t == model.n_layers and model.stream_output)):
         return EXTERNAL
     return str(layout_offsets[t])
 
@@ -233,6 +233,10 @@ def generate(model: Model, plan: Plan, measure: bool = False,
     if not plan.feasible:
         raise MsfError(f"plan is infeasible: {plan.reason}", source=model.source or model.name)
     layout = plan_arena(model, plan)
+    outs = model.output_tensors
+    if len(outs) > 1 and model.stream_output:
+        raise MsfError("a streamed output with several graph outputs is not supported",
+                       source=model.source or model.name)
     arrays, layer_inits = [], []
     for i in range(model.n_layers):
         a, f = _layer_params(model, i)
@@ -246,7 +250,9 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         for mv in el.moves:
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
-        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, output, sink, source);")
+        j = outs.index(e.last + 1) if e.last + 1 in outs else len(outs) - 1
+        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, outputs[{j}], sink, "
+                     "source);")
         steps.append("    MSF_EDGE_DONE(" + str(k) + ");")
     header = _header(model, plan, layout, measure, stack_bytes)
     source = "\n".join([
@@ -288,12 +294,13 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         "{",
         "    uint32_t high_water = 0;",
         *(["    const msf_sink_t sink = {msf_discard, 0};",
-           "    const msf_source_t source = " + _source_init(model) + ";"]
+           "    const msf_source_t source = " + _source_init(model) + ";",
+           "    int8_t *const none[1] = {0};"]
           if model.stream_output else []),
         "    memset(msf_written, 0, sizeof msf_written);",
         "    for (msf_pass = 0; msf_pass < 2; msf_pass++) {",
         ("        msf_model_execute(" + ("0" if model.stream_input else "input") +
-         ", 0, &sink, &source);" if model.stream_output else
+         ", none, &sink, &source);" if model.stream_output else
          "        msf_model_run(input, output);"),
         "    }",
         "    msf_pass = -1;",
@@ -325,7 +332,11 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
     ow = model.output_shape[1]
     sink_fn = ("void (*fn)(int32_t row, int32_t col, const int8_t *pixel, int32_t channels, "
                "void *ctx)")
-    out = ["static int msf_model_execute(const int8_t *input, int8_t *output,",
+    offsets = np.cumsum([0] + [model.tensor_bytes(t) for t in model.output_tensors])
+    n_out = len(model.output_tensors)
+    packed = "{" + ", ".join(f"output + {o}" if o else "output" for o in offsets[:-1]) + "}"
+    none = "{" + ", ".join(["0"] * n_out) + "}"
+    out = ["static int msf_model_execute(const int8_t *input, int8_t *const *outputs,",
            "                             const msf_sink_t *sink, const msf_source_t *source)",
            "{", *steps, "    return 0;", "}", ""]
     if si:
@@ -340,20 +351,28 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
     out += ["int msf_model_run(const int8_t *input, int8_t *output)", "{",
             f"    const msf_sink_t sink = {sink};",
             f"    const msf_source_t source = {_source_init(model)};",
-            f"    return msf_model_execute({'0' if si else 'input'}, {'0' if so else 'output'}, "
-            "&sink, &source);", "}", ""]
+            f"    int8_t *const outputs[{n_out}] = {none if so else packed};",
+            f"    return msf_model_execute({'0' if si else 'input'}, outputs, &sink, &source);",
+            "}", "",
+            "int msf_model_run_outputs(const int8_t *input, int8_t *const *outputs)", "{",
+            f"    const msf_sink_t sink = {sink if not so else '{0, 0}'};",
+            f"    const msf_source_t source = {_source_init(model)};",
+            f"    return msf_model_execute({'0' if si else 'input'}, outputs, &sink, &source);",
+            "}", ""]
     if so and not si:
         out += ["int msf_model_run_stream(const int8_t *input,", f"    {sink_fn},", "    void *ctx)",
                 "{", "    const msf_sink_t sink = {fn, ctx};",
                 "    const msf_source_t source = {0, 0};",
-                "    return msf_model_execute(input, 0, &sink, &source);", "}", ""]
+                f"    int8_t *const outputs[{n_out}] = {none};",
+                "    return msf_model_execute(input, outputs, &sink, &source);", "}", ""]
     if si:
         row_fn = "void (*row_fn)(int32_t row, int8_t *dst, void *row_ctx), void *row_ctx"
         tail = f"    {sink_fn},\n    void *ctx)" if so else "    int8_t *output)"
         out += [f"int msf_model_run_streamed({row_fn},", tail, "{",
                 "    const msf_sink_t sink = " + ("{fn, ctx}" if so else "{0, 0}") + ";",
                 "    const msf_source_t source = {row_fn, row_ctx};",
-                f"    return msf_model_execute(0, {'0' if so else 'output'}, &sink, &source);",
+                f"    int8_t *const outputs[{n_out}] = {none if so else packed};",
+                "    return msf_model_execute(0, outputs, &sink, &source);",
                 "}", ""]
     return out
 
@@ -409,7 +428,7 @@ def _info(model: Model, plan: Plan, layout: ArenaLayout) -> str:
         f"    .arena_bytes = {layout.size},\n"
         f"    .peak_ram_predicted = {plan.peak_ram},\n"
         f"    .input_bytes = {h * w * c},\n"
-        f"    .output_bytes = {oh * ow * oc},\n"
+        f"    .output_bytes = {model.output_bytes()},\n"
         f"    .macs = {plan.macs}u,\n"
         f"    .unfused_macs = {plan.unfused_macs}u,\n"
         f"    .edges = {len(plan.blocks)},\n"
@@ -448,7 +467,8 @@ extern "C" {{
 #define MSF_MODEL_OUTPUT_H {oh}
 #define MSF_MODEL_OUTPUT_W {ow}
 #define MSF_MODEL_OUTPUT_C {oc}
-#define MSF_MODEL_OUTPUT_BYTES {oh * ow * oc}
+#define MSF_MODEL_OUTPUT_BYTES {model.output_bytes()}
+#define MSF_MODEL_OUTPUTS {len(model.output_tensors)}
 #define MSF_MODEL_OUTPUT_SCALE {float(np.float32(qo.scale))!r}f
 #define MSF_MODEL_OUTPUT_ZERO_POINT {qo.zero_point}
 #define MSF_MODEL_ARENA_BYTES {max(layout.size, 1)}
@@ -475,6 +495,10 @@ extern const msf_model_info_t msf_model_info;
 /* Runs the model: input HWC int8 (MSF_MODEL_INPUT_BYTES), output int8 (MSF_MODEL_OUTPUT_BYTES).
  * Not reentrant (one static arena). Returns 0. */
 int msf_model_run(const int8_t *input, int8_t *output);
+
+/* The same with one buffer per graph output (MSF_MODEL_OUTPUTS of them, in the model file's
+ * order; msf_model_run packs them one after another). */
+int msf_model_run_outputs(const int8_t *input, int8_t *const *outputs);
 
 {chr(10).join(io.header_lines(model))}
 #define MSF_MODEL_STREAM_INPUT {int(model.stream_input)}

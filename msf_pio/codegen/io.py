@@ -14,9 +14,13 @@ C_TYPES = {"int8": "int8_t", "uint8": "uint8_t", "float32": "float"}
 
 
 def io_of(model: Model) -> tuple[TensorIO, TensorIO]:
-    """The file's input and output (int8, the IR's own shape, where the model has none)."""
+    """The file's input and output (int8, the IR's own shape, where the model has none;
+    several outputs: int8, packed one after another as msf_model_run packs them)."""
     h, w, c = model.input_shape
     oh, ow, oc = model.output_shape
+    if len(model.output_tensors) > 1:
+        return (model.input_io or TensorIO("int8", (1, h, w, c)),
+                TensorIO("int8", (1, model.output_bytes())))
     return (model.input_io or TensorIO("int8", (1, h, w, c)),
             model.output_io or TensorIO("int8", (1, oh, ow, oc)))
 
@@ -54,7 +58,7 @@ def source_lines(model: Model) -> list[str]:
         return ["int msf_model_run_io(const msf_input_t *input, msf_output_t *output)", "{",
                 "    return msf_model_run(input, output);", "}", ""]
     h, w, c = model.input_shape
-    n_in, n_out = h * w * c, int(np.prod(model.output_shape))
+    n_in, n_out = h * w * c, model.output_bytes()
     out = []
     if not _plain(i):
         out.append(f"static int8_t msf_io_input[{n_in}];")
@@ -122,6 +126,8 @@ def to_file(model: Model, y_int8: np.ndarray) -> np.ndarray:
     output conversion)."""
     _, o = io_of(model)
     q = model.layers[-1].q_out
+    if len(model.output_tensors) > 1:
+        return np.asarray(y_int8).reshape(o.dims)
     y = o.file(np.asarray(y_int8).reshape(model.output_shape))
     if o.dtype == "float32":
         return (np.float64(np.float32(q.scale)) * (y.astype(np.int64) - q.zero_point)).astype(

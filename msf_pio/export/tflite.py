@@ -292,7 +292,8 @@ class _Graph:
         sub = fb.SubGraphT()
         sub.tensors, sub.operators, sub.name = self.tensors, self.operators, self.model.name
         sub.inputs = [self.views[(0, 4)]]
-        sub.outputs = [self.views.get((n, 4), self.views.get((n, 2)))]
+        sub.outputs = [self.views.get((t, 4), self.views.get((t, 2)))
+                       for t in self.model.output_tensors]
         m = fb.ModelT()
         m.version, m.description = 3, f"msf-pio export of {self.model.name}"
         m.subgraphs, m.buffers = [sub], self.buffers

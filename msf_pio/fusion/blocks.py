@@ -106,9 +106,11 @@ class Family:
         return self.cached(("column costs", tile_rows),
                            lambda lo: column_costs(self.model, s))
 
-    def firsts(self, alone: bool = True) -> range:
-        """Block starts, last layer first; `alone`: also the block of `end` alone with a head."""
-        return range(self.end if alone else self.end - 1, self.lowest - 1, -1)
+    def firsts(self, alone: bool = True) -> list[int]:
+        """Block starts, last layer first; `alone`: also the block of `end` alone with a head.
+        A detection head's output is read by no block: none starts there."""
+        return [f for f in range(self.end if alone else self.end - 1, self.lowest - 1, -1)
+                if not self.model.is_output(f)]
 
 
 class Costs:
@@ -153,8 +155,8 @@ def lowest_first(model: Model, end: int) -> int:
     vectors = {model.layers[l].skip for l in range(end + 1) if model.broadcasts(l)}
     first = end
     while first > 0 and model.layers[first - 1].op in ir.SPATIAL_OPS:
-        if last_reader[first] > end or first in vectors:   # `first` would become internal
-            break
+        if model.is_output(first) or last_reader[first] > end or first in vectors:
+            break                               # tensor `first` would become internal
         first -= 1
     return first
 

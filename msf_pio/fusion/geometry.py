@@ -166,7 +166,7 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
         if oldest is not None and l == end:
             for t in range(lowest_first, end + 1):
                 oldest.setdefault(t, []).append(min(
-                    (reads(c, next_pos[c], t)[0] for c in consumers[t]
+                    (reads(c, next_pos[c], t)[0] for c in consumers.get(t, ())
                      if next_pos[c] < layers[c].out_shape[axis]), default=extent(t)))
         produced[out] = i
         next_pos[l] = i + 1
@@ -197,7 +197,7 @@ def arena_tensor_bytes(model: Model, t: int) -> int:
     except that a streamed output needs one output pixel of staging."""
     if t == model.n_layers and model.stream_output:
         return model.output_shape[2]
-    return 0 if t in (0, model.n_layers) else model.tensor_bytes(t)
+    return 0 if t == 0 or model.is_output(t) else model.tensor_bytes(t)
 
 
 def writes_in_place(model: Model, first: int, last: int) -> bool:
@@ -205,5 +205,5 @@ def writes_in_place(model: Model, first: int, last: int) -> bool:
     other layer of the edge and none after it reads that tensor."""
     tail = model.layers[last]
     return tail.op == ir.ADD and tail.skip < first and arena_tensor_bytes(model, tail.skip) > 0 \
-        and last + 1 != model.n_layers and \
+        and not model.is_output(last + 1) and \
         [l for l in model.readers()[tail.skip] if l >= first] == [last]

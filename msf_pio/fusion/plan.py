@@ -132,4 +132,5 @@ def _io_bytes(model) -> int:
     """Bytes of the caller's buffers: the input and output, unless streamed (a streamed tensor
     lives in the arena: the input rows the first edge reads, one output pixel)."""
     return (0 if model.stream_input else model.tensor_bytes(0)) + \
-        (0 if model.stream_output else model.tensor_bytes(model.n_layers))
+        (0 if model.stream_output else model.tensor_bytes(model.n_layers)) + \
+        sum(model.tensor_bytes(t) for t in model.output_tensors if t != model.n_layers)

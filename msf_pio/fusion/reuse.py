@@ -57,7 +57,7 @@ def possible(model: Model, first: int, last: int, top: bool | None = None) -> bo
     later add), the edge not an add written over its skip, and A on top of its end of the arena
     (on_top; `top`: its value for `first` if known)."""
     out = last + 1
-    if arena_tensor_bytes(model, first) == 0 or out == model.n_layers or \
+    if arena_tensor_bytes(model, first) == 0 or model.is_output(out) or \
             arena_tensor_bytes(model, out) == 0 or writes_in_place(model, first, last):
         return False
     if model.last_reader().get(first, -1) > last:
@@ -84,7 +84,7 @@ def depthwise_in_place(model: Model, t: int, first: int, ring_cols: dict[int, in
     layer = model.layers[t - 1]
     readers = model.readers()       # the depthwise alone reads its input, layer t its output
     return layer.op == ir.DEPTHWISE and min(layer.kernel) > 1 and first < t - 1 and \
-        t < model.n_layers and ring_cols.get(t) == 1 and ring_cols[t - 1] >= layer.kernel_w \
+        not model.is_output(t) and ring_cols.get(t) == 1 and ring_cols[t - 1] >= layer.kernel_w \
         and model.layers[t].op not in ir.BINARY_OPS and readers.get(t) == [t] and \
         readers.get(t - 1) == [t - 1]
 

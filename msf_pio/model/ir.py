@@ -212,6 +212,9 @@ class Model:
     # The graph input and output as the file has them (None: int8 H x W x C, as the IR)
     input_io: TensorIO | None = None
     output_io: TensorIO | None = None
+    # Several graph outputs (detection heads): the tensors, in the file's order; None: the last
+    # layer's alone. Each is read by no layer and lives in the caller's buffer.
+    outputs: list[int] | None = None
 
     @property
     def n_layers(self) -> int:
@@ -232,6 +235,18 @@ class Model:
     @property
     def output_shape(self) -> Shape:
         return self.tensor_shape(self.n_layers)
+
+    @property
+    def output_tensors(self) -> list[int]:
+        """The graph outputs, in order (the last layer's output among them)."""
+        return list(self.outputs) if self.outputs else [self.n_layers]
+
+    def is_output(self, t: int) -> bool:
+        return t == self.n_layers or (self.outputs is not None and t in self.outputs)
+
+    def output_bytes(self) -> int:
+        """The outputs' bytes, packed one after another in order (msf_model_run's output)."""
+        return sum(self.tensor_bytes(t) for t in self.output_tensors)
 
     def input_of(self, l: int) -> int:
         """The tensor layer l reads first (its `input`, by default the previous layer's output)."""
@@ -301,9 +316,12 @@ def graph_error(model: Model) -> tuple[int, str] | None:
                        f" only {list(layer.out_shape)} or [1, 1, {layer.cout}] (per channel)")
     readers = model.readers()
     for t in range(model.n_layers):
-        if t not in readers:
+        if t not in readers and not (t > 0 and model.is_output(t)):
             where = "the input" if t == 0 else f"the output of layer {t - 1}"
             return max(t - 1, 0), f"{where} is read by no layer (a second graph output)"
+        if t in readers and model.is_output(t):
+            return readers[t][0], (f"reads graph output {model.output_tensors.index(t)} (the "
+                                   f"output of layer {t - 1}): an output is read by no layer")
     return None
 
 

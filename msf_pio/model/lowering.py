@@ -229,8 +229,8 @@ class Lowering:
 
     # -- walk -------------------------------------------------------------------------------------
     def run(self) -> tuple[Model, list[FloatWeights | None] | None]:
-        if len(self.g.inputs) != 1 or len(self.g.outputs) != 1:
-            raise MsfError(f"needs exactly one graph input and one output, has "
+        if len(self.g.inputs) != 1 or not self.g.outputs:
+            raise MsfError(f"needs exactly one graph input and an output, has "
                            f"{len(self.g.inputs)} and {len(self.g.outputs)}", source=self.g.source)
         self.graph_input()
         handlers = {
@@ -249,7 +249,8 @@ class Lowering:
         self.graph_output()
         model = Model(name=self.g.name, input_shape=self.input_shape, layers=self.layers,
                       source=self.g.source, weights_spec=dict(self.g.weights_spec),
-                      input_io=self.input_io, output_io=self.output_io)
+                      input_io=self.input_io, output_io=self.output_io,
+                      outputs=self.outputs if len(self.outputs) > 1 else None)
         bad = ir.graph_error(model)
         if bad:
             raise self.error(bad[1], self.layer_nodes[bad[0]])
@@ -315,10 +316,26 @@ class Lowering:
         return "N" if i == 0 else f"{i}"
 
     def graph_output(self) -> None:
+        """The graph outputs: each a layer's output nothing reads (detection heads), the last
+        layer's among them; with one, its type and shape as the file has them."""
+        self.outputs = []
+        for name in self.g.outputs:
+            t = self.g.tensors[name]
+            view = self.views.get(t.name)
+            if not self.layers or view is None or view.pad or view.t == 0 or \
+                    (view.alias and len(self.g.outputs) > 1) or \
+                    (len(self.g.outputs) == 1 and view.t != len(self.layers)):
+                raise self.error("must be the output of the last layer" if len(self.g.outputs)
+                                 == 1 else "must be the output of a layer", tensor=t)
+            self.outputs.append(view.t)
+        if len(self.outputs) > 1:
+            if len(self.outputs) > len(set(self.outputs)) or len(self.layers) not in self.outputs:
+                raise MsfError("graph outputs must be distinct layers' outputs, the last "
+                               "layer's among them", source=self.g.source)
+            self.output_io = None
+            return
         t = self.g.tensors[self.g.outputs[0]]
-        view = self.views.get(t.name)
-        if not self.layers or view is None or view.t != len(self.layers) or view.pad:
-            raise self.error("must be the output of the last layer", tensor=t)
+        view = self.views[t.name]
         if self.output_io is None:
             dims = self.file_dims(view)
             self.output_io = TensorIO(_IO_TYPES.get(t.dtype, t.dtype), dims,
@@ -925,7 +942,7 @@ class Lowering:
         """QUANTIZE of the float or uint8 graph input into int8, or of the last int8 tensor
         into the uint8 graph output: the C API's edges (msf_model_run_io)."""
         src, out = self.tensor(node, 0), self.out(node)
-        if out.dtype == "UINT8" and out.name == self.g.outputs[0] and src.name in self.views:
+        if out.dtype == "UINT8" and out.name in self.g.outputs and src.name in self.views:
             view = self.view(node, flat_ok=True)
             dims = self.file_dims(view)
             self.output_io = TensorIO("uint8", dims, self.uint8_q(node, out),
@@ -957,7 +974,7 @@ class Lowering:
         view = self.view(node, flat_ok=True)
         out = self.out(node)
         self.check_type(node, out, "FLOAT32")
-        if out.name != self.g.outputs[0]:
+        if out.name not in self.g.outputs:
             raise self.error(f"{node.op_name} is supported only as the graph output", node)
         self.views[out.name] = view
 

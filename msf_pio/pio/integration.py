@@ -279,7 +279,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
                             options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream",
                     stream_input=options.input == "stream")
-    io_bytes = 0 if model.stream_output else int(np.prod(model.output_shape))
+    io_bytes = 0 if model.stream_output else model.output_bytes()
     ram_limit = options.ram_limit
     if ram_limit is None:
         ram_limit = facts.ram_budget(io_bytes)
@@ -362,7 +362,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
-        "output_bytes": int(np.prod(model.output_shape)),
+        "output_bytes": model.output_bytes(),
         "predicted_cycles": plan.predicted_instructions,      # latency cost model (issue 11)
         "cpu_hz": facts.cpu_hz,
         # a release firmware runs the model once before its first result line; a measuring

@@ -19,7 +19,8 @@ Tensors = Mapping[int, np.ndarray] | Sequence[np.ndarray]
 
 
 def run_model(model: Model, x: np.ndarray) -> np.ndarray:
-    """Run every layer in order on the int8 HWC input; returns the int8 output tensor."""
+    """Run every layer in order on the int8 HWC input; returns the int8 output tensor (with
+    several outputs: all of them flattened one after another, as msf_model_run packs them)."""
     x = np.asarray(x)
     if x.shape != tuple(model.input_shape) or x.dtype != np.int8:
         raise ValueError(f"input must be int8 {model.input_shape}, got {x.dtype} {x.shape}")
@@ -29,6 +30,8 @@ def run_model(model: Model, x: np.ndarray) -> np.ndarray:
         tensors[i + 1] = run_layer(model, i, tensors)
         for t in [t for t in tensors if last_use.get(t, -1) == i]:
             del tensors[t]
+    if model.outputs:
+        return np.concatenate([tensors[t].reshape(-1) for t in model.output_tensors])
     return tensors[model.n_layers]
 
 

@@ -27,6 +27,8 @@ def run_plan(model: Model, blocks, x: np.ndarray, source=None) -> np.ndarray:
         run_edge(model, e, tensors)
     if model.stream_input:
         tensors[0].pull(model.input_shape[0])         # rows no window reads: pulled, dropped
+    if model.outputs:                                 # several: packed, as msf_model_run does
+        return np.concatenate([tensors[t].reshape(-1) for t in model.output_tensors])
     return tensors[model.n_layers]
 
 

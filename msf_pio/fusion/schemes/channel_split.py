@@ -43,7 +43,7 @@ def is_triple(model: Model, i: int) -> bool:
     last_reader = model.last_reader()
     return pointwise(e) and d.op == ir.DEPTHWISE and d.kernel_h > 1 and pointwise(p) and \
         model.input_of(i + 1) == i + 1 and model.input_of(i + 2) == i + 2 and \
-        last_reader[i + 1] == i + 1 and last_reader[i + 2] == i + 2 and \
+        last_reader.get(i + 1) == i + 1 and last_reader.get(i + 2) == i + 2 and \
         not (model.stream_input and i == 0) and \
         not (model.stream_output and i + 3 == model.n_layers)
 
