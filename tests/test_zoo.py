@@ -7,7 +7,7 @@ from msf_pio.errors import MsfError
 from msf_pio.fusion import solvers
 from msf_pio.fusion.exact_cost import layer_macs
 from msf_pio.fusion.graph import build_graph
-from msf_pio.model import load_model
+from msf_pio.model import ir, load_model
 from msf_pio.model.zoo import zoo_names
 
 ZOO = zoo_names()
@@ -102,3 +102,19 @@ def test_mlperf_tiny_shapes():
     ad = load_model("mlperf-tiny-ad")
     assert [l.cout for l in ad.layers] == [128] * 4 + [8] + [128] * 4 + [640]
     assert ad.input_shape == (1, 1, 640) and {l.op for l in ad.layers} == {"dense"}
+
+
+def test_large_zoo_models_are_the_published_architectures():
+    """MobileNetV3-Small at 224: the paper's 56 M multiply-adds (Howard et al. 2019, Table 3);
+    its squeeze-and-excite gates are per-channel products; EfficientNet-lite0 has none."""
+    from msf_pio.fusion.exact_cost import unfused_macs
+    from msf_pio.model.zoo import zoo_names
+    assert {"mobilenetv3-small-96", "mobilenetv3-small-224", "efficientnet-lite0-96",
+            "efficientnet-lite0-224"} <= set(zoo_names(large=True)) - set(zoo_names())
+    mbv3 = load_model("mobilenetv3-small-224")
+    assert abs(unfused_macs(mbv3) / 56e6 - 1) < 0.02
+    assert sum(l.op == ir.MUL for l in mbv3.layers) == 9
+    assert sum(l.op == ir.HARD_SWISH for l in mbv3.layers) == 1 + 2 * 8 + 2
+    lite = load_model("efficientnet-lite0-224")
+    assert not any(l.op == ir.MUL for l in lite.layers)
+    assert lite.layers[-1].cout == 1000 and lite.input_shape == (224, 224, 3)

@@ -21,8 +21,8 @@ _FIELDS = {
     "conv2d": {"out", "kernel", "stride", "padding", "act"},
     "pointwise": {"out", "stride", "act"},
     "depthwise_conv2d": {"out", "kernel", "stride", "padding", "act"},
-    "inverted_residual": {"out", "expand", "kernel", "stride", "repeat", "act", "residual",
-                          "se"},
+    "inverted_residual": {"out", "expand", "expanded", "kernel", "stride", "repeat", "act",
+                          "residual", "se"},
     "add": {"from", "act"},
     "concat": {"from"},
     "mul": {"from", "act"},
@@ -422,6 +422,8 @@ class _Builder:
                           name=spec.get("name", ""))
 
     def _squeeze_excite(self, squeeze: int, name: str) -> int:
+        # MobileNetV3 gates with a hard sigmoid, EfficientNet with a sigmoid: the gate here is
+        # TFLite's LOGISTIC (the int8 ops of a hard sigmoid are a constant ADD and MUL)
         """x * logistic(1x1(relu(1x1(global_avgpool(x))))): the gate of MobileNetV3 and
         EfficientNet, per channel."""
         x, c = self._current(), self.shape[2]
@@ -473,8 +475,9 @@ class _Builder:
                                                  f"(got stride {list(s)}, {cin} -> {out_c})")
             name = f"{base}.{r}" if repeat > 1 else base
             fused = "none" if act == ir.HARD_SWISH else act
-            if expand != 1:
-                self._emit(ir.CONV, cin * expand, 1, 1, (0, 0, 0, 0), fused, name=f"{name}.expand")
+            hidden = self._int(spec, "expanded") if "expanded" in spec else cin * expand
+            if hidden != cin:
+                self._emit(ir.CONV, hidden, 1, 1, (0, 0, 0, 0), fused, name=f"{name}.expand")
                 if act == ir.HARD_SWISH:
                     self._emit(ir.HARD_SWISH, self.shape[2], name=f"{name}.expand.hswish")
             h, w, _ = self.shape

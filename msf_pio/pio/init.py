@@ -77,8 +77,8 @@ def _model_files(model: str, directory: Path) -> tuple[str, dict]:
     a file model goes into models/ with what it references (a YAML spec's weights file)."""
     path = Path(model)
     if path.suffix.lower() not in MODEL_SUFFIXES:
-        from ..model.zoo import zoo_names
-        if model not in zoo_names():
+        from ..model.zoo import zoo_names, zoo_path
+        if zoo_path(model) is None:
             raise MsfError(f"not a model file ({', '.join(MODEL_SUFFIXES)}) nor a zoo model "
                            f"(one of {', '.join(zoo_names())})", source=model, where="--model")
         return model, {}

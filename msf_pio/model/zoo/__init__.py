@@ -1,4 +1,7 @@
-"""Models shipped with the package, usable by name wherever a model path is accepted."""
+"""Models shipped with the package, usable by name wherever a model path is accepted. The
+ones in large/ (MobileNetV3-Small and EfficientNet-lite0, megabytes of weights) are not among
+zoo_names() unless asked for: the tests that run every zoo model run the small ones;
+benchmarks/zoo_boards.py runs the large ones on the emulated boards."""
 from pathlib import Path
 
 ZOO_DIR = Path(__file__).parent
@@ -8,11 +11,16 @@ ZOO_DIR = Path(__file__).parent
 SCALE = ("mbv2-w1.0-r224",)
 
 
-def zoo_names(scale: bool = True) -> list[str]:
-    """The zoo's model names; `scale`: with the SCALE models."""
-    return sorted(p.stem for p in ZOO_DIR.glob("*.yaml") if scale or p.stem not in SCALE)
+def zoo_names(scale: bool = True, large: bool = False) -> list[str]:
+    """The zoo's model names; `scale`: with the SCALE models; `large`: with those of large/."""
+    folders = [ZOO_DIR, ZOO_DIR / "large"] if large else [ZOO_DIR]
+    return sorted(p.stem for d in folders for p in d.glob("*.yaml")
+                  if scale or p.stem not in SCALE)
 
 
 def zoo_path(name: str) -> Path | None:
-    path = ZOO_DIR / f"{name}.yaml"
-    return path if path.is_file() else None
+    for folder in (ZOO_DIR, ZOO_DIR / "large"):
+        path = folder / f"{name}.yaml"
+        if path.is_file():
+            return path
+    return None
