@@ -281,3 +281,45 @@ def test_detection_heads_are_graph_outputs_with_tflm_bytes(tmp_path, heads):
                 assert run.figures["arena_measured"] == plan.peak_ram
         finally:
             build.close()
+
+
+SE_SPEC = {"name": "se-blocks", "input": {"shape": [12, 12, 3]}, "weights": {"random": 3},
+           "layers": [{"op": "conv2d", "out": 8, "kernel": 3, "stride": 2, "act": "relu6"},
+                      {"op": "inverted_residual", "out": 8, "expanded": 16, "kernel": 3,
+                       "se": 8, "act": "hard_swish"},
+                      {"op": "inverted_residual", "out": 12, "expand": 2, "kernel": 5,
+                       "stride": 2, "se": 8},
+                      {"op": "slice", "begin": 2, "out": 8},
+                      {"op": "avg_pool", "kernel": 3, "stride": 1, "padding": 1,
+                       "count_pad": True},
+                      {"op": "global_avgpool"}, {"op": "dense", "out": 4}]}
+
+
+def test_squeeze_excite_blocks_in_every_least_ram_plan_match_the_unfused_model():
+    """The gate vector of a per-channel product is read for every output pixel: a block that
+    takes it as its input never writes its output over it (MobileNetV3-Small's p1 plans did
+    until that was known), and the C of the least-RAM plan gives the reference's bytes."""
+    from msf_pio.codegen.generate import generate
+    from msf_pio.codegen.host import HostBuild
+    from msf_pio.model.spec import spec_to_model
+    from msf_pio.reference import run_model
+    from msf_pio.reference.plan import run_plan
+    from msf_pio.verify import quantized_model, seeded_input
+    from msf_pio.fusion.reuse import DETAIL
+    model = quantized_model(spec_to_model(SE_SPEC))
+    graph = build_graph(model, "exact")
+    gated = [e for e in graph.edges if any(model.broadcasts(l) and model.layers[l].skip ==
+                                           e.first for l in range(e.first, e.last + 1))]
+    assert gated and not any(DETAIL in e.detail for e in gated)
+    x = seeded_input(model, 0)
+    ref = run_model(model, x).reshape(-1)
+    plans = [solvers.p1_min_ram(graph, f) for f in (1.0, 1.1, 1.3, float("inf"))]
+    for plan in plans:
+        assert np.array_equal(run_plan(model, plan.blocks, x).reshape(-1), ref), plan.label
+    build = HostBuild(generate(model, plans[-1]))
+    try:
+        run = build.run(x, "measure")
+        assert np.array_equal(run.output, ref)
+        assert run.figures["arena_measured"] == plans[-1].peak_ram
+    finally:
+        build.close()

@@ -60,6 +60,9 @@ def possible(model: Model, first: int, last: int, top: bool | None = None) -> bo
     if arena_tensor_bytes(model, first) == 0 or model.is_output(out) or \
             arena_tensor_bytes(model, out) == 0 or writes_in_place(model, first, last):
         return False
+    if any(model.broadcasts(l) and model.layers[l].skip == first
+           for l in range(first, last + 1)):
+        return False        # a per-channel product's vector is read for every output pixel
     if model.last_reader().get(first, -1) > last:
         return False
     return on_top(model, first) if top is None else top

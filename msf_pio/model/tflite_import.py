@@ -151,8 +151,10 @@ def _decode(data: bytes, path: str):
             title = raw.decode(errors="replace") if raw else f"tensor{i}"
             label = f"tensor {i} '{title}'"
             shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
-            if shape and t.ShapeSignatureLength() == len(shape):   # -1: a dynamic dimension
-                shape = tuple("?" if int(d) < 0 else shape[j]
+            # -1 in the signature: a dynamic dimension (a -1 batch, which the converter writes
+            # for every model, is the shape's 1)
+            if shape and t.ShapeSignatureLength() == len(shape):
+                shape = tuple("?" if int(d) < 0 and j else shape[j]
                               for j, d in enumerate(t.ShapeSignatureAsNumpy()))
             tensor = Tensor(str(i), shape, _TYPES.get(t.Type(), str(t.Type())),
                             label=label, title=title)

@@ -57,7 +57,7 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
                   out_shape=(rows[1] - rows[0] + 1, cols[1] - cols[0] + 1, layer.out_shape[2]),
                   pad=pad)
     sub = model.with_layers([cut if i == l else x for i, x in enumerate(model.layers)])
-    inputs = {t: read(t, r0, r1, c0, c1) for t in model.inputs(l)}
-    if model.broadcasts(l):          # the 1 x 1 x C vector, whole
-        inputs[layer.skip] = read(layer.skip, 0, 0, 0, 0)
+    vector = layer.skip if model.broadcasts(l) else None    # a 1 x 1 x C vector: whole
+    inputs = {t: read(t, 0, 0, 0, 0) if t == vector else read(t, r0, r1, c0, c1)
+              for t in model.inputs(l)}
     return run_layer(sub, l, inputs)
