@@ -1,14 +1,15 @@
-"""Real pretrained .tflite models (files from public packages, kept outside this repository)
-through msf-pio as a new user would bring them: import, solve, generate C, run it on the host
-and compare with TFLite Micro's interpreter on the same file.
+"""Real pretrained model files (from public packages and repositories, kept outside this
+repository) through msf-pio as a user brings them: import (or its one-line error), the peak RAM
+of the vanilla, F <= 1.3 and F = inf plans, and
+- an int8 file: the generated C of the least-RAM plan on the file's own input type and shape
+  (msf_model_run_io) against TFLite Micro on the same file (bit-exact outputs), its arena
+  measured against the predicted one;
+- a float file: quantized post-training on real inputs (--data: .npy batches NHWC, the first
+  half calibrates), the int8 model's top-1 agreement with the float original (TFLite Micro's
+  float interpreter on the file) over the other half; the generated C checked on two of them.
 
-For each file: the import result (or its one-line error), then under vanilla, p1:1.3 and p1:inf
-the peak RAM, F, whether the generated C gives TFLite Micro's bytes on two seeded inputs, and the
-measured arena against the predicted one. A file whose graph opens with a TRANSPOSE NCHW -> NHWC
-gets its input transposed for TFLite Micro (msf-pio reads H x W x C); a float-edged file
-(QUANTIZE in, DEQUANTIZE out) is fed the dequantized input and its output requantized.
-
-Run: python benchmarks/real_models.py FILE.tflite [FILE ...] [--max-macs 1e9]
+Run: python benchmarks/real_models.py DIR_OR_FILES... [--data FILE.npy ...] [--max-macs 2e8]
+Prints a markdown table.
 """
 from __future__ import annotations
 
@@ -23,72 +24,127 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from msf_pio.codegen.generate import generate  # noqa: E402
 from msf_pio.codegen.host import HostBuild  # noqa: E402
+from msf_pio.codegen.io import from_file, io_of, to_file  # noqa: E402
 from msf_pio.errors import MsfError  # noqa: E402
 from msf_pio.fusion import solvers  # noqa: E402
+from msf_pio.fusion.exact_cost import unfused_macs  # noqa: E402
 from msf_pio.fusion.graph import build_graph  # noqa: E402
 from msf_pio.model import load_model  # noqa: E402
-from msf_pio.verify import seeded_input  # noqa: E402
+from msf_pio.model.weights import materialize  # noqa: E402
+from msf_pio.reference import run_model  # noqa: E402
+
+DTYPES = {"int8": np.int8, "uint8": np.uint8, "float32": np.float32}
 
 
-def tflm_output(data: bytes, model, x: np.ndarray) -> np.ndarray:
-    """TFLite Micro on the file: fed x (transposed for an NCHW file, dequantized for a float
-    input), its output as int8 (requantized with the model's output scale if it is float)."""
+def tflm(data: bytes, x: np.ndarray, outputs: int = 1) -> np.ndarray:
+    """TFLite Micro on the file, its outputs flattened one after another."""
     from tflite_micro.python.tflite_micro import runtime
-    interp = runtime.Interpreter.from_bytes(data, arena_size=1 << 26)
-    details = interp.get_input_details(0)
-    shape = tuple(details["shape"])
-    if len(shape) == 4 and shape[1:] != x.shape:                       # NCHW file
-        x = x.transpose(2, 0, 1)
-    x = x.reshape(shape)
-    if details["dtype"] == np.float32:
-        q = model.q_input
-        x = ((x.astype(np.float32) - q.zero_point) * np.float32(q.scale))
+    interp = runtime.Interpreter.from_bytes(data, arena_size=1 << 27)
     interp.set_input(x, 0)
     interp.invoke()
-    y = interp.get_output(0).reshape(-1)
-    if y.dtype == np.float32:
-        q = model.layers[-1].q_out
-        y = np.clip(np.round(y / np.float32(q.scale)) + q.zero_point, -128, 127).astype(np.int8)
-    return y
+    return np.concatenate([np.asarray(interp.get_output(k)).reshape(-1)
+                           for k in range(outputs)])
 
 
-def evaluate(path: Path, max_macs: float) -> list[str]:
+def file_inputs(model, n: int, seed: int = 0) -> list[np.ndarray]:
+    """Inputs in the file's own type and shape, spread over its range."""
+    i, _ = io_of(model)
+    rng = np.random.default_rng(seed)
+    if i.dtype == "float32":
+        q = model.q_input
+        lo, hi = (-128 - q.zero_point) * q.scale, (127 - q.zero_point) * q.scale
+        return [rng.uniform(lo, hi, i.dims).astype(np.float32) for _ in range(n)]
+    info = np.iinfo(DTYPES[i.dtype])
+    return [rng.integers(info.min, info.max + 1, i.dims).astype(DTYPES[i.dtype])
+            for _ in range(n)]
+
+
+def real_data(paths: list[Path], shape) -> np.ndarray | None:
+    for p in paths:
+        x = np.load(p)
+        if tuple(x.shape[1:]) == tuple(shape):
+            return x.astype(np.float32)
+    return None
+
+
+def evaluate(path: Path, data: list[Path], max_macs: float) -> dict:
+    row = {"file": path.name}
     try:
         model = load_model(str(path))
     except MsfError as exc:
-        return [f"{path.name}: not imported: {exc}"]
-    data = path.read_bytes()
-    ops = sorted({l.op for l in model.layers})
-    lines = [f"{path.name}: {len(model.layers)} layers {model.input_shape} -> "
-             f"{model.output_shape}, ops {', '.join(ops)}"]
+        row["import"] = str(exc).replace(str(path), path.name)
+        return row
+    raw = path.read_bytes()
+    row["import"] = (f"ok: {model.n_layers} layers, {'int8' if model.quantized else 'float'}, "
+                     f"in {io_of(model)[0].dtype} {list(io_of(model)[0].dims)}")
+    accuracy, x, float_file = None, None, not model.quantized
+    if float_file:
+        x = real_data(data, model.input_shape)
+    if not model.quantized and x is None:       # no real inputs: random ones calibrate
+        model = materialize(model)
+    elif not model.quantized:
+        half = len(x) // 2
+        model = materialize(model, x[:half])
+        agree = 0
+        for xi in x[half:]:
+            ours = to_file(model, run_model(model, from_file(model, xi)))
+            ref = tflm(raw, xi.reshape(io_of(model)[0].dims), len(model.output_tensors))
+            agree += int(np.argmax(ours) == np.argmax(ref))
+        accuracy = (agree, len(x) - half)
+    macs = unfused_macs(model)
+    if macs > max_macs:
+        row["check"] = f"skipped: {macs:.3g} MACs > --max-macs"
+        return row
     graph = build_graph(model, "exact")
-    vanilla = solvers.vanilla(graph)
-    if vanilla.macs > max_macs:
-        return lines + [f"  skipped: {vanilla.macs} MACs > --max-macs"]
-    inputs = [seeded_input(model, s) for s in (0, 1)]
-    expected = [tflm_output(data, model, x) for x in inputs]
-    for label, plan in (("vanilla", vanilla), ("p1:1.3", solvers.p1_min_ram(graph, 1.3)),
-                        ("p1:inf", solvers.p1_min_ram(graph))):
-        build = HostBuild(generate(model, plan))
-        try:
-            same = sum(np.array_equal(build.run(x).output.reshape(-1), ref)
-                       for x, ref in zip(inputs, expected))
-            arena = build.run(inputs[0], "measure").figures["arena_measured"]
-        finally:
-            build.close()
-        lines.append(f"  {label:8s} peak RAM {plan.peak_ram:>8} B  F={plan.overhead:.3f}  "
-                     f"TFLM bytes {same}/{len(inputs)}  arena measured {arena} "
-                     f"({'==' if arena == plan.peak_ram else '!='} predicted)")
-    return lines
+    plans = {"vanilla": solvers.vanilla(graph), "p1:1.3": solvers.p1_min_ram(graph, 1.3),
+             "p1:inf": solvers.p1_min_ram(graph)}
+    for label, plan in plans.items():
+        row[label] = f"{plan.peak_ram:,} B (F {plan.overhead:.2f})"
+    build = HostBuild(generate(model, plans["p1:inf"]))
+    try:
+        if x is None and float_file:       # no real data: the C against the reference
+            xs = file_inputs(model, 2)
+            same = sum(np.array_equal(build.run_io(model, xi), to_file(
+                model, run_model(model, from_file(model, xi)))) for xi in xs)
+            check = f"float, PTQ on random images (no real data): C == reference {same}/2"
+            x8 = from_file(model, xs[0])
+        elif x is None:                    # int8: the file's bytes, in its own types
+            xs = file_inputs(model, 2)
+            same = sum(np.array_equal(build.run_io(model, xi).reshape(-1),
+                                      tflm(raw, xi, len(model.output_tensors))) for xi in xs)
+            check = f"C == TFLM {same}/{len(xs)}"
+            x8 = from_file(model, xs[0])
+        else:
+            x = real_data(data, model.input_shape)
+            same = sum(np.array_equal(build.run(from_file(model, xi)).output,
+                                      run_model(model, from_file(model, xi)).reshape(-1))
+                       for xi in x[-2:])
+            check = (f"top-1 agreement {accuracy[0]}/{accuracy[1]} "
+                     f"({100 * accuracy[0] / accuracy[1]:.1f}%), C == reference {same}/2")
+            x8 = from_file(model, x[-1])
+        arena = build.run(x8, "measure").figures["arena_measured"]
+        ok = arena == plans["p1:inf"].peak_ram
+        row["check"] = f"{check}; arena {arena:,} B {'==' if ok else '!='} predicted"
+    finally:
+        build.close()
+    return row
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("files", nargs="+", type=Path)
+    ap.add_argument("paths", nargs="+", type=Path)
+    ap.add_argument("--data", nargs="*", type=Path, default=[],
+                    help="real inputs (.npy, N x H x W x C floats) for float models")
     ap.add_argument("--max-macs", type=float, default=math.inf)
     args = ap.parse_args()
-    for path in args.files:
-        print("\n".join(evaluate(path, args.max_macs)), flush=True)
+    files = sorted(f for p in args.paths for f in ([p] if p.is_file() else
+                                                    [*p.glob("*.tflite"), *p.glob("*.onnx")]))
+    cols = ("file", "import", "vanilla", "p1:1.3", "p1:inf", "check")
+    print("| " + " | ".join(cols) + " |")
+    print("|" + "---|" * len(cols))
+    for f in files:
+        row = evaluate(f, args.data, args.max_macs)
+        print("| " + " | ".join(row.get(c, "") for c in cols) + " |", flush=True)
     return 0
 
 

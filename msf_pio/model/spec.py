@@ -37,7 +37,7 @@ _FIELDS = {
     "logistic": set(),
     "prelu": {"slopes"},
 }
-_TOP = {"name", "input", "weights", "layers"}
+_TOP = {"name", "input", "weights", "layers", "outputs"}
 _WEIGHT_KINDS = ("random", "npz", "onnx")
 
 
@@ -154,8 +154,16 @@ def spec_to_model(data: Any, source: str = "<spec>") -> Model:
         ctx.where = f"layers[{index}]"
         builder.add_spec_layer(index, spec)
     ctx.where = ""
+    outputs = None
+    if "outputs" in data:     # several graph outputs (detection heads): spec layers, in order
+        refs = data["outputs"]
+        if not isinstance(refs, list) or not refs:
+            raise ctx.error("outputs", "must be a list of spec layers (indices or names)")
+        outputs = [builder._ref({"outputs": r}, "outputs") for r in refs]
+        if len(builder.layers) not in outputs:
+            outputs.append(len(builder.layers))      # the last layer's output is one
     model = Model(name=str(name), input_shape=input_shape, layers=builder.layers, source=source,
-                  weights_spec=weights_spec)
+                  weights_spec=weights_spec, outputs=outputs)
     bad = ir.graph_error(model)
     if bad:
         raise MsfError(bad[1], source=source, where=builder.spec_where[bad[0]])

@@ -32,8 +32,9 @@ TILE_ROWS = (1,) + tiles.TILE_ROWS
 
 
 def is_triple(model: Model, i: int) -> bool:
-    """Layers i..i+2 are a chain 1x1 expand (stride 1) -> depthwise k x k (k > 1) -> 1x1
-    project (stride 1) whose internal tensors nothing else reads, and neither end is streamed."""
+    """Layers i..i+2 are a chain 1x1 expand (stride 1) of the block input -> depthwise k x k
+    (k > 1) -> 1x1 project (stride 1) whose internal tensors nothing else reads, and neither
+    end is streamed."""
     L = model.layers
     if i + 2 >= model.n_layers:
         return False
@@ -42,7 +43,8 @@ def is_triple(model: Model, i: int) -> bool:
         and l.pad == (0, 0, 0, 0)
     last_reader = model.last_reader()
     return pointwise(e) and d.op == ir.DEPTHWISE and d.kernel_h > 1 and pointwise(p) and \
-        model.input_of(i + 1) == i + 1 and model.input_of(i + 2) == i + 2 and \
+        model.input_of(i) == i and model.input_of(i + 1) == i + 1 and \
+        model.input_of(i + 2) == i + 2 and \
         last_reader.get(i + 1) == i + 1 and last_reader.get(i + 2) == i + 2 and \
         not (model.stream_input and i == 0) and \
         not (model.stream_output and i + 3 == model.n_layers)

@@ -1,7 +1,7 @@
 """Models shipped with the package, usable by name wherever a model path is accepted. The
-ones in large/ (MobileNetV3-Small and EfficientNet-lite0, megabytes of weights) are not among
-zoo_names() unless asked for: the tests that run every zoo model run the small ones;
-benchmarks/zoo_boards.py runs the large ones on the emulated boards."""
+ones in large/ (MobileNetV3-Small and EfficientNet-lite0, megabytes of weights; the SSDLite
+detector with six graph outputs) are not among zoo_names() unless asked for: the tests that run
+every zoo model run the small ones; benchmarks/zoo_boards.py runs these on qemu_f767zi."""
 from pathlib import Path
 
 ZOO_DIR = Path(__file__).parent

@@ -1,0 +1,59 @@
+"""The zoo's large models (zoo/large: MobileNetV3-Small and EfficientNet-lite0 at 96 and 224,
+the SSDLite detector with six outputs) built with PlatformIO for an emulated board and run in
+QEMU through the demo firmware (`msf-pio demo --model NAME`): the measured arena against the
+predicted one, the output's CRC against the host reference's, the cycles; a model the board
+cannot hold is the build's one-line reason (its weights against the board's flash).
+
+Run: python benchmarks/zoo_boards.py [--board qemu_f767zi] [MODEL ...]
+"""
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from msf_pio.model.zoo import zoo_names  # noqa: E402
+from msf_pio.pio import bootstrap, monitor  # noqa: E402
+from msf_pio.pio.demo import demo_dir  # noqa: E402
+from msf_pio.pio.project import make_project, pio, result_lines  # noqa: E402
+
+FIELD = re.compile(r"(\w+)=(\S+)")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("models", nargs="*",
+                    default=sorted(set(zoo_names(large=True)) - set(zoo_names())))
+    ap.add_argument("--board", default="qemu_f767zi")
+    args = ap.parse_args()
+    print("| model | plan | arena measured | predicted | cycles | output CRC | status |")
+    print("|---|---|---|---|---|---|---|")
+    core = bootstrap.core_dir()
+    bootstrap.install_tool_scons(core, log=lambda _m: None)
+    for name in args.models:
+        # the outputs in the caller's buffers (the demo streams its single output to a sink)
+        project = make_project(demo_dir().parent / "zoo-boards", model=name, output="buffer",
+                               profile="no")
+        code, out = pio(core, project, "run", "-e", args.board, "-t", "upload")
+        lines = result_lines(out)
+        if code or not lines:
+            reason = next((l for l in out.splitlines() if l.startswith("msf-pio: error")),
+                          out.strip().splitlines()[-1] if out.strip() else "")
+            print(f"| {name} | | | | | | not built: {reason[:200]} |", flush=True)
+            continue
+        f = dict(FIELD.findall(lines[0]))
+        record = monitor.parse_lines(out.splitlines())[0]
+        plan = monitor.load_plan(project / ".pio" / "build" / args.board / "msf_generated" /
+                                 "plan.json")
+        crc = "== host" if f.get("crc") == f.get("crc_ref") else "!= host"
+        status = "ok" if not monitor.problems(record, plan) else "MISMATCH"
+        print(f"| {name} | {f.get('plan')} | {f.get('arena')} | {f.get('arena_pred')} | "
+              f"{f.get('cycles')} | {crc} | {status} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
