@@ -31,8 +31,17 @@ OP_UNITS = {
     ir.CONV: "conv2d", ir.DEPTHWISE: "depthwise_conv2d", ir.ADD: "add", ir.CONCAT: "concat",
     ir.MAX_POOL: "pool", ir.AVG_POOL: "pool", ir.GLOBAL_AVGPOOL: "pool", ir.DENSE: "dense",
     ir.SOFTMAX: "softmax", ir.HARD_SWISH: "activation", ir.LEAKY_RELU: "activation",
-    ir.LOGISTIC: "activation", ir.PRELU: "activation",
+    ir.LOGISTIC: "activation", ir.PRELU: "activation", ir.MUL: "mul", ir.SLICE: "slice",
 }
+
+
+def _unit(layer) -> str:
+    """The kernel file of a layer: an average pool counting padded taps has its own."""
+    if layer.op == ir.AVG_POOL and layer.count_pad:
+        return "avg_pool_padded"
+    return OP_UNITS.get(layer.op, "*")
+
+
 VIEW = 20           # sizeof(msf_view_t) on the 32-bit targets: a pointer and four int32
 # Calls through a pointer reach every function whose address is taken; one of those may call
 # through a pointer again (freedom-metal's driver tables), counted to this depth of nesting and
@@ -88,7 +97,7 @@ def executor(model, e) -> str:
 def edge_units(model, e) -> frozenset:
     """The runtime units edge e runs: its layers' kernels and its executor. An op with no known
     kernel file makes every unit count."""
-    units = {OP_UNITS.get(model.layers[l].op, "*") for l in range(e.first, e.last + 1)}
+    units = {_unit(model.layers[l]) for l in range(e.first, e.last + 1)}
     return frozenset(units | ({executor(model, e)} - {""}))
 
 
