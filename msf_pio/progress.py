@@ -66,6 +66,7 @@ class Task:
             self._stop = threading.Event()
             threading.Thread(target=_tick, args=(weakref.ref(self), self._stop),
                              daemon=True).start()
+            self._maybe_show()     # at once if DELAY allows: a fast step is not left to the tick
 
     def advance(self, n: int = 1, note: str | None = None) -> None:
         """`n` more units done; `note` replaces the text shown after the count."""
