@@ -1,7 +1,10 @@
 """Board facts: the part's real flash and RAM win over a wrong manifest, and the build budgets
 everything the firmware holds (arena, I/O buffers, stack, the framework's own RAM), so a plan
 the board cannot hold stops with one line naming what fits instead of failing at link time."""
+import importlib.metadata
 import math
+import subprocess
+import sys
 
 import pytest
 
@@ -119,10 +122,6 @@ def test_a_hifive1_build_leaves_the_users_python_alone():
     unless `import jinja2` and `import pyparsing` both succeed there; pyparsing 2 then breaks
     matplotlib's import (msf-pio report's pictures). msf-pio's install brings both, so the
     builder installs nothing (scripts/real_boards.py checks the environment before and after)."""
-    import importlib.metadata
-    import subprocess
-    import sys
-
     probe = "import jinja2, pyparsing, platformio; print(pyparsing.__version__)"
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
