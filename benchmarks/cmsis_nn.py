@@ -11,7 +11,18 @@ fully connected layer's kernel sums computed beforehand, outside the timed call,
 Micro's Prepare does). The driver, the board support (library/src/board, -DMSF_QEMU) and the
 link follow the msf-qemu platform (msf_pio/pio/platform/builder/main.py).
 
-Run: python benchmarks/cmsis_nn.py --cmsis-nn DIR MODEL.yaml [--board qemu_f767zi]
+With no model named it prints the kernel-class table: every shape of CLASSES (issue 11's six
+shapes of benchmarks/kernel_instructions.py and issue 24's: 5x5 and 3x3 convs, odd channel
+counts and widths, stride-2 depthwise, dense 64->1000 and 256->10, average and max pooling,
+the KWS 10x4 stem and its 24x5 average pool) as a one-layer model, msf-pio's firmware built
+and run through PlatformIO under the vanilla plan (as kernel_instructions.py does: it times
+msf_model_run, so the per-call set-up of the one edge is counted on our side) beside the one
+CMSIS-NN call, instructions per nominal MAC (every kernel tap, padding included; a pooling
+layer's taps), their ratio, and whether both outputs are the reference's bytes.
+
+Run: python benchmarks/cmsis_nn.py --cmsis-nn DIR [--boards qemu_f767zi,qemu_f412zg]
+                                   [--only SUBSTRING] [--jobs 2]       (the table, ~5 min)
+     python benchmarks/cmsis_nn.py --cmsis-nn DIR MODEL.yaml ... [--boards qemu_f767zi]
 """
 from __future__ import annotations
 
@@ -26,19 +37,54 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from msf_pio import numerics as nm  # noqa: E402
-from msf_pio.model import ir  # noqa: E402
+from msf_pio.model import ir, load_model  # noqa: E402
+from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.reference import run_layer  # noqa: E402
 from msf_pio.verify import quantized_model, seeded_input  # noqa: E402
+from kernel_instructions import SHAPES, project_for, run  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
-BOARDS = REPO / "msf_pio" / "pio" / "platform" / "boards"
+BOARD_FILES = REPO / "msf_pio" / "pio" / "platform" / "boards"
 SOURCE_DIRS = ("ConvolutionFunctions", "NNSupportFunctions", "FullyConnectedFunctions",
                "PoolingFunctions", "BasicMathFunctions")
 RESULT = re.compile(r"CMSIS cycles=(\d+) crc=0x([0-9a-f]{8}) status=(\d+)")
+BOARDS = ("qemu_f767zi", "qemu_f412zg")
+# name -> (input HWC, the layer): issue 11's six shapes, then issue 24's kernel classes
+CLASSES = {name: (shape, layer) for name, (shape, layer, _) in SHAPES.items()}
+CLASSES.update({
+    "conv 5x5 s1, 16->32, 20x20": ([20, 20, 16], {"op": "conv2d", "out": 32, "kernel": 5}),
+    "conv 3x3 s1, 16->16, 32x32": ([32, 32, 16], {"op": "conv2d", "out": 16, "kernel": 3,
+                                                  "act": "relu"}),
+    "conv 3x3 s1, 7->13, 23x23": ([23, 23, 7], {"op": "conv2d", "out": 13, "kernel": 3,
+                                                "act": "relu"}),
+    "pointwise 13->37, 21x21": ([21, 21, 13], {"op": "pointwise", "out": 37, "act": "relu6"}),
+    "depthwise 3x3 s1, 27 ch, 19x19": ([19, 19, 27], {"op": "depthwise_conv2d", "kernel": 3,
+                                                      "act": "relu6"}),
+    "depthwise 3x3 s2, 64 ch, 40x40": ([40, 40, 64], {"op": "depthwise_conv2d", "kernel": 3,
+                                                      "stride": 2, "act": "relu6"}),
+    "depthwise 3x3 s2, 37 ch, 21x21": ([21, 21, 37], {"op": "depthwise_conv2d", "kernel": 3,
+                                                      "stride": 2, "act": "relu6"}),
+    "dense 64->1000": ([1, 1, 64], {"op": "dense", "out": 1000}),
+    "dense 256->10": ([1, 1, 256], {"op": "dense", "out": 10}),
+    "KWS stem conv 10x4 s2, 1->64, 49x10": ([49, 10, 1], {"op": "conv2d", "out": 64,
+                                                          "kernel": [10, 4], "stride": 2,
+                                                          "act": "relu"}),
+    "KWS avg pool 24x5, 64 ch, 25x5": ([25, 5, 64], {"op": "avg_pool", "kernel": [24, 5]}),
+    "avg pool 2x2 s2, 32 ch, 32x32": ([32, 32, 32], {"op": "avg_pool", "kernel": 2,
+                                                     "stride": 2}),
+    "avg pool 3x3 s1 same, 19 ch, 15x15": ([15, 15, 19], {"op": "avg_pool", "kernel": 3,
+                                                          "stride": 1, "padding": "same"}),
+    "max pool 2x2 s2, 32 ch, 32x32": ([32, 32, 32], {"op": "max_pool", "kernel": 2,
+                                                     "stride": 2}),
+    "max pool 3x3 s2, 27 ch, 23x23": ([23, 23, 27], {"op": "max_pool", "kernel": 3,
+                                                     "stride": 2}),
+})
 
 
 def c_array(ctype: str, name: str, values, const: bool = True) -> str:
@@ -162,7 +208,7 @@ int main(void)
 
 
 def _board(board: str) -> dict:
-    return json.loads((BOARDS / f"{board}.json").read_text())
+    return json.loads((BOARD_FILES / f"{board}.json").read_text())
 
 
 def cmsis_objects(cmsis: Path, board: str, work: Path) -> list[Path]:
@@ -213,12 +259,74 @@ def measure(model, board: str, cmsis: Path, work: Path, objs: list[Path]):
     return int(m.group(1)), int(m.group(2), 16) == zlib.crc32(y.tobytes())
 
 
+def nominal_macs(layer) -> int:
+    """Every kernel tap of every output, padding included (a pooling layer's taps)."""
+    (oh, ow, oc), ic = layer.out_shape, layer.in_shape[2]
+    if layer.op == ir.DENSE:
+        return int(np.prod(layer.in_shape)) * oc
+    kh, kw = layer.kernel
+    return oh * ow * oc * kh * kw * (ic if layer.op == ir.CONV else 1)
+
+
+def classes_table(cmsis: Path, boards, jobs: int, only: str = "") -> None:
+    """Each shape of CLASSES on each board: msf-pio's firmware beside the CMSIS-NN call."""
+    shapes = {n: v for n, v in CLASSES.items() if only in n}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        core = str(tmp / "core")
+        bootstrap.install_tool_scons(core, log=lambda _m: None)
+        models = {}
+        for i, (name, (shape, layer)) in enumerate(shapes.items()):
+            models[name] = tmp / f"class{i}.yaml"
+            models[name].write_text(yaml.safe_dump({
+                "name": f"class{i}", "input": {"shape": shape}, "weights": {"random": 1},
+                "layers": [layer]}))
+        objs = {b: cmsis_objects(cmsis, b, tmp) for b in boards}
+
+        def one(job):
+            k, (name, board) = job
+            ours, error = run(core, project_for(tmp, f"class{k}", board,
+                                                model=str(models[name]), objective="vanilla"),
+                              board)
+            theirs = measure(quantized_model(str(models[name])), board, cmsis,
+                             tmp / f"cmsis{k}", objs[board])
+            return (name, board), (ours, error, theirs)
+
+        results = {}
+        with ThreadPoolExecutor(jobs) as pool:
+            results.update(pool.map(one, enumerate((n, b) for n in shapes for b in boards)))
+        print("| shape | board | nominal MACs | ours instr/MAC | CMSIS-NN -Ofast instr/MAC | "
+              "ours / CMSIS-NN | bytes identical |")
+        print("|---|---|---:|---:|---:|---:|---|")
+        for name in shapes:
+            macs = nominal_macs(load_model(str(models[name])).layers[0])
+            for board in boards:
+                ours, error, (instructions, same) = results[(name, board)]
+                theirs = instructions / macs
+                if ours is None:
+                    print(f"| {name} | {board} | {macs:,} | error: {error[:60]} | "
+                          f"{theirs:.2f} | - | - |")
+                    continue
+                mine = int(ours["cycles"]) / macs
+                print(f"| {name} | {board} | {macs:,} | {mine:.2f} | {theirs:.2f} | "
+                      f"{mine / theirs:.2f}x | {'yes' if same else 'NO'} |", flush=True)
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("models", nargs="+")
+    ap.add_argument("models", nargs="*", help="one-layer models (none: the CLASSES table)")
     ap.add_argument("--cmsis-nn", type=Path, required=True)
-    ap.add_argument("--board", default="qemu_f767zi")
+    ap.add_argument("--boards", "--board", default=None,
+                    help=f"comma-separated (default: {','.join(BOARDS)} for the table, "
+                         f"qemu_f767zi for models)")
+    ap.add_argument("--only", default="", help="the table's shapes whose name contains this")
+    ap.add_argument("--jobs", type=int, default=2)
     args = ap.parse_args(argv)
+    if not args.models:
+        classes_table(args.cmsis_nn, (args.boards or ",".join(BOARDS)).split(","), args.jobs,
+                      args.only)
+        return 0
+    args.board = (args.boards or "qemu_f767zi").split(",")[0]
     with tempfile.TemporaryDirectory() as tmp:
         objs = cmsis_objects(args.cmsis_nn, args.board, Path(tmp))
 
@@ -227,7 +335,7 @@ def main(argv=None) -> int:
             model = quantized_model(name)
             return name, measure(model, args.board, args.cmsis_nn, Path(tmp) / str(k), objs)
 
-        with ThreadPoolExecutor(2) as pool:
+        with ThreadPoolExecutor(args.jobs) as pool:
             for name, (instructions, same) in pool.map(one, enumerate(args.models)):
                 print(f"{name}: {instructions:,} instructions, reference bytes: {same}")
     return 0
