@@ -4,6 +4,7 @@ and a channel group at a time through rings of exactly those sizes (msf_pio/refe
 channel_split.py) and the C runtime (library/src/schemes/channel_split.c): bit-exact with the
 unfused model, the MACs counted and the arena high-water measured equal to the predictions."""
 import json
+import re
 import subprocess
 import shutil
 
@@ -18,6 +19,7 @@ from msf_pio.fusion import latency, solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
 from msf_pio.fusion.schemes import channel_split
+from msf_pio.model import ir
 from msf_pio.model.spec import spec_to_model
 from msf_pio.reference import run_layer, run_model
 from msf_pio.reference.plan import run_plan, shared_region
@@ -178,3 +180,11 @@ def test_split_plan_cross_compiles_warning_free(mn2, target, tmp_path):
                str(tmp_path / "msf_model.c"), "-o", str(tmp_path / "m.o")]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
+    # flash holds every weight once: the object's weight arrays (a layer's own w, a split
+    # edge's per-group dwg/pwg) add up to the model's weights
+    nm = subprocess.run([CROSS[target][0].replace("gcc", "nm"), "-S", str(tmp_path / "m.o")],
+                        capture_output=True, text=True, check=True).stdout
+    held = sum(int(f[1], 16) for f in map(str.split, nm.splitlines())
+               if len(f) == 4 and re.fullmatch(r"(w|dwg|pwg)\d+", f[3]))
+    assert held == sum(l.weights.w.size for l in model.layers if l.weights is not None
+                       and l.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE))

@@ -54,17 +54,20 @@ def _check(model: Model) -> None:
     check_model(model)      # the runtime's field widths (load_model checked them already)
 
 
-def _layer_params(model: Model, i: int) -> tuple[list[str], dict]:
-    """Constant arrays and the initializer fields of layer i."""
+def _layer_params(model: Model, i: int, own_weights: bool = True) -> tuple[list[str], dict]:
+    """Constant arrays and the initializer fields of layer i. own_weights False: its weights
+    live in its edge's own arrays only (_regrouped_layers), the table's pointer is null."""
     layer = model.layers[i]
     rq = numerics.requantization(model, i)
     arrays, f = [], {}
     if isinstance(rq, numerics.ChannelRequant):
-        arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
+        if own_weights:
+            arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
         arrays.append(c_array("int32_t", f"b{i}", layer.weights.bias))
         arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
         arrays.append(c_array("int8_t", f"s{i}", rq.shift))
-        f.update(in_offset=rq.input_offset, out_offset=rq.output_offset, weights=f"w{i}",
+        f.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
+                 weights=f"w{i}" if own_weights else 0,
                  bias=f"b{i}", mult=f"m{i}", shift=f"s{i}", narrow=int(rq.narrow))
     elif isinstance(rq, numerics.MeanRequant):      # a GAP that requantizes: TFLite MEAN
         arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
@@ -224,6 +227,14 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict]:
 EXECUTOR_FIELDS = {"channel_split": _split_groups}
 
 
+def _regrouped_layers(plan: Plan) -> set[int]:
+    """Layers whose weights only their edge's per-group arrays hold (a channel-split triple's
+    depthwise and project, dwg/pwg): the layer table's entries keep their geometry and
+    per-channel parameters, and no second copy of the weights (it doubled their flash)."""
+    return {l for e in plan.blocks if _executor(e) == "channel_split"
+            for l in (e.first + 1, e.first + 2)}
+
+
 def generate(model: Model, plan: Plan, measure: bool = False,
              stack_bytes: int | None = None) -> Sources:
     """measure: the header itself turns arena painting on (firmware builds that measure; host
@@ -238,8 +249,9 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         raise MsfError("a streamed output with several graph outputs is not supported",
                        source=model.source or model.name)
     arrays, layer_inits = [], []
+    regrouped = _regrouped_layers(plan)
     for i in range(model.n_layers):
-        a, f = _layer_params(model, i)
+        a, f = _layer_params(model, i, own_weights=i not in regrouped)
         arrays += a
         layer_inits.append(_layer_struct(model, i, f))
     edge_arrays, edge_inits, steps = [], [], []
