@@ -4,6 +4,9 @@ of the vanilla, F <= 1.3 and F = inf plans, and
 - an int8 file: the generated C of the least-RAM plan on the file's own input type and shape
   (msf_model_run_io) against TFLite Micro on the same file (bit-exact outputs), its arena
   measured against the predicted one;
+- a stateful streaming file (microWakeWord): the same over a sequence of frames, the state
+  carried from one run to the next (TFLite Micro's interpreter keeps its resource variables
+  across invoke());
 - a float file: quantized post-training on real inputs (--data: .npy batches NHWC, the first
   half calibrates), the int8 model's top-1 agreement with the float original (TFLite Micro's
   float interpreter on the file) over the other half; the generated C checked on two of them.
@@ -44,6 +47,18 @@ def tflm(data: bytes, x: np.ndarray, outputs: int = 1) -> np.ndarray:
     interp.invoke()
     return np.concatenate([np.asarray(interp.get_output(k)).reshape(-1)
                            for k in range(outputs)])
+
+
+def tflm_frames(data: bytes, frames: list[np.ndarray]) -> list[np.ndarray]:
+    """TFLite Micro on a streaming file, frame after frame on one interpreter."""
+    from tflite_micro.python.tflite_micro import runtime
+    interp = runtime.Interpreter.from_bytes(data, arena_size=1 << 27)
+    out = []
+    for x in frames:
+        interp.set_input(x, 0)
+        interp.invoke()
+        out.append(np.asarray(interp.get_output(0)).reshape(-1).copy())
+    return out
 
 
 def file_inputs(model, n: int, seed: int = 0) -> list[np.ndarray]:
@@ -107,6 +122,14 @@ def evaluate(path: Path, data: list[Path], max_macs: float) -> dict:
             same = sum(np.array_equal(build.run_io(model, xi), to_file(
                 model, run_model(model, from_file(model, xi)))) for xi in xs)
             check = f"float, PTQ on random images (no real data): C == reference {same}/2"
+            x8 = from_file(model, xs[0])
+        elif x is None and model.state_bytes():   # a streaming model: frames in sequence
+            xs = file_inputs(model, 50)
+            ours = build.run_frames(np.stack([from_file(model, xi) for xi in xs])).output
+            same = sum(np.array_equal(to_file(model, o).reshape(-1), t)
+                       for o, t in zip(ours, tflm_frames(raw, xs)))
+            check = (f"{len(xs)} frames in sequence (state {model.state_bytes():,} B): "
+                     f"C == TFLM {same}/{len(xs)}")
             x8 = from_file(model, xs[0])
         elif x is None:                    # int8: the file's bytes, in its own types
             xs = file_inputs(model, 2)

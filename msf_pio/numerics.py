@@ -344,10 +344,10 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
         m, sh = quantize_multiplier(f32(q_in.scale) * f32(q_skip.scale) / f32(q_out.scale))
         return MulRequant(-q_in.zero_point, -q_skip.zero_point, q_out.zero_point, int(m),
                           int(sh), act_min, act_max)
-    if layer.op == ir.SLICE and q_out != q_in:
-        raise ValueError(f"layer {index} ({layer.name}): a slice keeps its input "
+    if layer.op in (ir.SLICE, ir.CROP, ir.STREAM) and q_out != q_in:
+        raise ValueError(f"layer {index} ({layer.name}): a {layer.op} keeps its input "
                          f"quantization, got {q_in} -> {q_out}")
-    if layer.op == ir.SLICE:
+    if layer.op in (ir.SLICE, ir.CROP, ir.STREAM):   # bytes moved (the state: as the input)
         return PoolRequant(act_min, act_max)
     if layer.op == ir.CONCAT:      # TFLite's int8 kernel copies: one quantization for all
         if not q_in == model.tensor_q(layer.skip) == q_out:

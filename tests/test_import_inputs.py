@@ -188,8 +188,8 @@ def test_a_streaming_model_with_state_subgraphs_names_the_cause(tmp_path):
     with pytest.raises(MsfError) as exc:
         load_model(str(path))
     assert str(exc.value) == (f"{path}: has 2 subgraphs: a stateful streaming model (state "
-                              "variables: CALL_ONCE, READ_VARIABLE, VAR_HANDLE), which msf-pio "
-                              "does not run")
+                              "variables: CALL_ONCE, READ_VARIABLE, VAR_HANDLE) whose initial "
+                              "state is not one CALL_ONCE of subgraph 1, which msf-pio needs")
 
 
 def uint8_net(seed: int = 0) -> bytes:

@@ -255,3 +255,130 @@ def activation_net(seed: int = 0, shuffle: bool = True) -> bytes:
     probs = b.activation("probs", (1, 5), np.float32(1 / 256), -128)
     b.op(OP.SOFTMAX, [logits], [probs], OPT.SoftmaxOptions, softmax)
     return b.finish([x], [probs], shuffle)
+
+
+def _strided_slice_args(b: TfliteBuilder, name: str, begin, end) -> list[int]:
+    """STRIDED_SLICE's begin, end and strides tensors (stride 1)."""
+    return [b.tensor(f"{name}/{k}", (4,), TT.INT32, data=np.array(v, "<i4"))
+            for k, v in (("begin", begin), ("end", end), ("strides", [1, 1, 1, 1]))]
+
+
+def _ring(b: TfliteBuilder, name: str, x: int, rows: int, state_rows: int, width: int,
+          channels: int, scale, zero_point, initial: list, update=None) -> int:
+    """A Keras `Stream` ring buffer as microWakeWord's converter writes it: VAR_HANDLE,
+    READ_VARIABLE, CONCATENATION over time (state first), STRIDED_SLICE of the last rows ->
+    ASSIGN_VARIABLE; returns the concatenation. The variable's initial value (random) is
+    appended to `initial` for the CALL_ONCE subgraph. `update`: the rows [begin, end) stored
+    instead of the last ones."""
+    handle = b.tensor(f"{name}/states", (), TT.RESOURCE)
+    options = fb.VarHandleOptionsT()
+    options.sharedName = f"{name}/states"
+    b.op(OP.VAR_HANDLE, [], [handle], OPT.VarHandleOptions, options)
+    shape = (1, state_rows, width, channels)
+    value = b.activation(f"{name}/read", shape, scale, zero_point)
+    b.op(OP.READ_VARIABLE, [handle], [value])
+    joined = b.activation(f"{name}/concat", (1, state_rows + rows, width, channels), scale,
+                          zero_point)
+    concat = fb.ConcatenationOptionsT()
+    concat.axis = 1
+    b.op(OP.CONCATENATION, [value, x], [joined], OPT.ConcatenationOptions, concat)
+    kept = b.activation(f"{name}/kept", shape, scale, zero_point)
+    sl = fb.StridedSliceOptionsT()
+    bounds = ([0, -state_rows, 0, 0], [0, 0, 0, channels])
+    if update is None:
+        sl.beginMask, sl.endMask = 13, 15         # as the converter writes a [:, -n:] slice
+    else:
+        bounds = ([0, update[0], 0, 0], [1, update[1], width, channels])
+    b.op(OP.STRIDED_SLICE, [joined, *_strided_slice_args(b, name, *bounds)],
+         [kept], OPT.StridedSliceOptions, sl)
+    b.op(OP.ASSIGN_VARIABLE, [handle, kept], [])
+    initial.append((options.sharedName, shape, scale, zero_point,
+                    b.rng.integers(-128, 128, shape).astype(np.int8)))
+    return joined
+
+
+def with_initial_state(data: bytes, initial: list) -> bytes:
+    """A one-subgraph file with a CALL_ONCE of subgraph 1, which this adds: it assigns every
+    state variable its initial value (VAR_HANDLE, ASSIGN_VARIABLE of a constant)."""
+    import flatbuffers
+    model = fb.ModelT.InitFromObj(fb.Model.GetRootAs(data, 0))
+    codes = {max(c.builtinCode, c.deprecatedBuiltinCode): i
+             for i, c in enumerate(model.operatorCodes)}
+    sub = fb.SubGraphT()
+    sub.tensors, sub.operators, sub.name = [], [], "NoOp"
+    for name, shape, scale, zero_point, values in initial:
+        handle = fb.TensorT()
+        handle.name, handle.shape, handle.type, handle.buffer = f"{name}1", [], TT.RESOURCE, 0
+        const = fb.TensorT()
+        const.name, const.shape, const.type = f"{name}/initial", list(shape), TT.INT8
+        q = fb.QuantizationParametersT()
+        q.scale, q.zeroPoint = [float(scale)], [int(zero_point)]
+        const.quantization = q
+        buf = fb.BufferT()
+        buf.data = values.tobytes()
+        model.buffers.append(buf)
+        const.buffer = len(model.buffers) - 1
+        sub.tensors += [handle, const]
+        var = fb.OperatorT()
+        var.opcodeIndex, var.inputs, var.outputs = codes[OP.VAR_HANDLE], [], [len(sub.tensors) - 2]
+        options = fb.VarHandleOptionsT()
+        options.sharedName = name
+        var.builtinOptionsType, var.builtinOptions = OPT.VarHandleOptions, options
+        assign = fb.OperatorT()
+        assign.opcodeIndex = codes[OP.ASSIGN_VARIABLE]
+        assign.inputs, assign.outputs = [len(sub.tensors) - 2, len(sub.tensors) - 1], []
+        sub.operators += [var, assign]
+    model.subgraphs.append(sub)
+    builder = flatbuffers.Builder(1024)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    return bytes(builder.Output())
+
+
+def streaming_net(seed: int = 0, frame_rows: int = 2, features: int = 6,
+                  state_update=None) -> bytes:
+    """A microWakeWord-style streaming model: frames (1, T, F) int8 -> RESHAPE (1, T, 1, F) ->
+    ring a (3 rows) -> CONV 4x1 VALID RELU -> ring b (2 rows) -> STRIDED_SLICE of rows 1.. (a
+    crop over time) -> DEPTHWISE 3x1 VALID -> RESHAPE (1, 8) -> FULLY_CONNECTED 4; a CALL_ONCE
+    subgraph sets both rings' initial values. `state_update` shifts ring b's stored rows
+    (begin, end) from the last ones (a file msf-pio refuses)."""
+    b = TfliteBuilder(seed)
+    A = fb.ActivationFunctionType
+    s_x, T, F = np.float32(0.05), frame_rows, features
+    x = b.activation("frames", (1, T, F), s_x, -3)
+    b.op(OP.CALL_ONCE, [], [], OPT.CallOnceOptions, _call_once())
+    initial: list = []
+    x4 = b.activation("frames/4d", (1, T, 1, F), s_x, -3)
+    b.op(OP.RESHAPE, [x, b.tensor("frames/shape", (4,), TT.INT32,
+                                  data=np.array([1, T, 1, F], "<i4"))], [x4])
+    ring_a = _ring(b, "stream", x4, T, 3, 1, F, s_x, -3, initial)
+    w, sw = b.weights("conv", (8, 4, 1, F), 0)
+    s1 = b.out_scale(s_x, sw, 4 * F)
+    c1 = b.activation("conv/relu", (1, T, 1, 8), s1, -128)
+    b.op(OP.CONV_2D, [ring_a, w, b.bias("conv", 8, 2000)], [c1], OPT.Conv2DOptions,
+         conv_options(fb.Padding.VALID, 1, A.RELU))
+    ring_b = _ring(b, "stream_1", c1, T, 2, 1, 8, s1, -128, initial, state_update)
+    crop = b.activation("keep", (1, T + 1, 1, 8), s1, -128)
+    b.op(OP.STRIDED_SLICE, [ring_b, *_strided_slice_args(b, "keep", [0, 1, 0, 0],
+                                                         [1, T + 2, 1, 8])],
+         [crop], OPT.StridedSliceOptions, fb.StridedSliceOptionsT())
+    w, sw = b.weights("dw", (1, T + 1, 1, 8), 3)
+    s2 = b.out_scale(s1, sw, T + 1)
+    d = b.activation("dw", (1, 1, 1, 8), s2, 5)
+    b.op(OP.DEPTHWISE_CONV_2D, [crop, w, b.bias("dw", 8, 2000)], [d], OPT.DepthwiseConv2DOptions,
+         conv_options(fb.Padding.VALID, 1, A.NONE, depthwise=True))
+    flat = b.activation("flatten", (1, 8), s2, 5)
+    b.op(OP.RESHAPE, [d, b.tensor("flatten/shape", (2,), TT.INT32,
+                                  data=np.array([1, 8], "<i4"))], [flat])
+    w, sw = b.weights("dense", (4, 8), 0, per_channel=False)
+    y = b.activation("logits", (1, 4), b.out_scale(s2, sw, 8), 0)
+    bias = b.tensor("dense/b", (4,), TT.INT32, np.float32(s2 * sw), None, 0,
+                    b.rng.integers(-2000, 2000, 4).astype("<i4"))     # TFLM checks its scale
+    b.op(OP.FULLY_CONNECTED, [flat, w, bias], [y], OPT.FullyConnectedOptions,
+         fb.FullyConnectedOptionsT())
+    return with_initial_state(b.finish([x], [y], shuffle=False), initial)
+
+
+def _call_once() -> fb.CallOnceOptionsT:
+    options = fb.CallOnceOptionsT()
+    options.initSubgraphIndex = 1
+    return options

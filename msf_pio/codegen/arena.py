@@ -12,6 +12,9 @@ bytes after the input, over input rows already read) puts it on the input's stac
 low stack the input first slides up by -shift bytes and the output starts where the input began;
 on the high stack the output starts `shift` bytes after the input (or ends where it ended), and
 the bytes left above it are a hole the next compaction closes.
+
+A streaming model's state (its stream layers' rows kept across runs) is one region after the
+two stacks, alive for every edge and across runs: never reused, never moved.
 """
 from __future__ import annotations
 
@@ -44,6 +47,16 @@ class EdgeLayout:
 class ArenaLayout:
     size: int
     edges: list[EdgeLayout]
+    state_offset: int = 0                # a streaming model's state region: [offset, size)
+
+    def state_offsets(self, model: Model) -> dict[int, int]:
+        """Stream layer -> arena offset of its state rows (in layer order in the region)."""
+        out, offset = {}, self.state_offset
+        for l in model.state_layers():
+            out[l] = offset
+            layer = model.layers[l]
+            offset += layer.state_rows * layer.in_shape[1] * layer.in_shape[2]
+        return out
 
 
 HOLE = -1      # stack entry of bytes no tensor holds (closed by the next compaction)
@@ -173,5 +186,5 @@ def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
         offsets.update({t: offset("high", t, d) for t, d in high_d.items()})
         moves = [Move(t, offset(end, t, old), offset(end, t, new), b)
                  for end, t, old, new, b in slides]
-        edges.append(EdgeLayout(offsets, scratch_off, scratch, hw, moves))
-    return ArenaLayout(size, edges)
+        edges.append(EdgeLayout(offsets, scratch_off, scratch, hw + model.state_bytes(), moves))
+    return ArenaLayout(size + model.state_bytes(), edges, size)

@@ -27,7 +27,7 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU",
-       ir.MUL: "MSF_MUL", ir.SLICE: "MSF_SLICE"}
+       ir.MUL: "MSF_MUL", ir.SLICE: "MSF_SLICE", ir.STREAM: "MSF_STREAM", ir.CROP: "MSF_CROP"}
 EXTERNAL = "MSF_EXTERNAL"
 
 
@@ -95,8 +95,10 @@ def _layer_params(model: Model, i: int, own_weights: bool = True) -> tuple[list[
             arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
             f.update(weights=f"w{i}", in2_offset=rq.alpha_offset,
                      slope_per_pixel=int(layer.slope_per_pixel))
-    if layer.op == ir.SLICE:
+    if layer.op in (ir.SLICE, ir.CROP):
         f.update(begin=layer.begin)
+    if layer.op == ir.STREAM:
+        f.update(begin=layer.state_rows)
     if layer.count_pad:                             # padding taps hold the input's zero point
         f.update(in_offset=-model.tensor_q(model.input_of(i)).zero_point)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
@@ -160,7 +162,8 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
               "scheme": f"MSF_{_executor(e).upper()}",           # enum msf_scheme
               "first": e.first,
               **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
-              "in_offset": _offset(el.offsets, model, e.first)}
+              "in_offset": _offset(el.offsets, model, model.input_of(e.first)
+                                   if model.layers[e.first].op in ir.WHOLE_OPS else e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el.offsets, model, out_t)
     # per layer, its two inputs if made before the block input (a skip, a branch's input)
@@ -263,8 +266,11 @@ def generate(model: Model, plan: Plan, measure: bool = False,
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
         j = outs.index(e.last + 1) if e.last + 1 in outs else len(outs) - 1
-        steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, outputs[{j}], sink, "
-                     "source);")
+        if model.layers[e.first].op in ir.WHOLE_OPS:
+            steps.append(_whole_op(model, e.first, el, layout, f"outputs[{j}]"))
+        else:
+            steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, outputs[{j}], "
+                         "sink, source);")
         steps.append("    MSF_EDGE_DONE(" + str(k) + ");")
     header = _header(model, plan, layout, measure, stack_bytes)
     source = "\n".join([
@@ -289,6 +295,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         "};",
         "",
         _info(model, plan, layout),
+        *_reset(model, layout),
         "int8_t *msf_model_arena(void)",
         "{",
         "    return msf_arena;",
@@ -311,6 +318,8 @@ def generate(model: Model, plan: Plan, measure: bool = False,
           if model.stream_output else []),
         "    memset(msf_written, 0, sizeof msf_written);",
         "    for (msf_pass = 0; msf_pass < 2; msf_pass++) {",
+        # both passes from one state, so that they write the same bytes (measure.c)
+        *(["        msf_model_reset();"] if model.state_bytes() else []),
         ("        msf_model_execute(" + ("0" if model.stream_input else "input") +
          ", none, &sink, &source);" if model.stream_output else
          "        msf_model_run(input, output);"),
@@ -348,9 +357,13 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
     n_out = len(model.output_tensors)
     packed = "{" + ", ".join(f"output + {o}" if o else "output" for o in offsets[:-1]) + "}"
     none = "{" + ", ".join(["0"] * n_out) + "}"
+    first_run = ["    if (!msf_state_ready) {", "        msf_model_reset();", "    }"] \
+        if model.state_bytes() else []
+    if not any("msf_run_edge" in step for step in steps):   # whole-tensor layers only
+        first_run.append("    (void)sink, (void)source;")
     out = ["static int msf_model_execute(const int8_t *input, int8_t *const *outputs,",
            "                             const msf_sink_t *sink, const msf_source_t *source)",
-           "{", *steps, "    return 0;", "}", ""]
+           "{", *first_run, *steps, "    return 0;", "}", ""]
     if si:
         out += ["static void msf_copy_row(int32_t row, int8_t *dst, void *ctx)", "{",
                 f"    memcpy(dst, (const int8_t *)ctx + row * {w * c}, {w * c});", "}", ""]
@@ -389,6 +402,36 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
     return out
 
 
+def _whole_op(model: Model, i: int, el, layout: ArenaLayout, output: str) -> str:
+    """The call of a whole-tensor layer (stream, crop), which the schedule makes itself: its
+    input and output in the arena or the caller's buffers, a stream layer's state region."""
+    def where(t: int, external: str) -> str:
+        offset = _offset(el.offsets, model, t)
+        return external if offset == EXTERNAL else f"msf_arena + {offset}"
+
+    args = [f"&msf_layers[{i}]"]
+    if model.layers[i].op == ir.STREAM:
+        args.append(f"msf_arena + {layout.state_offsets(model)[i]}")
+    args += [where(model.input_of(i), "input"), where(i + 1, output)]
+    kernel = "msf_stream_rows" if model.layers[i].op == ir.STREAM else "msf_crop_rows"
+    return f"    {kernel}({', '.join(args)});"
+
+
+def _reset(model: Model, layout: ArenaLayout) -> list[str]:
+    """A streaming model's msf_model_reset: its state region back to the file's initial
+    values (the first run does it; TFLite's CALL_ONCE of the initial-state subgraph)."""
+    if not model.state_bytes():
+        return []
+    init = np.concatenate([model.layers[l].state_init.reshape(-1)
+                           for l in model.state_layers()])
+    return [c_array("int8_t", "msf_state_init", init).rstrip("\n"),
+            "static int msf_state_ready;", "",
+            "void msf_model_reset(void)", "{",
+            f"    memcpy(msf_arena + {layout.state_offset}, msf_state_init, "
+            f"{model.state_bytes()});",
+            "    msf_state_ready = 1;", "}", ""]
+
+
 def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
     """MSF_MEASURE_ARENA builds: per edge, the buffers it reads (painting spares them) and
     msf_model_measure_arena(), which runs the model twice and returns the arena high-water.
@@ -398,6 +441,8 @@ def _measurement(model: Model, plan: Plan, layout: ArenaLayout) -> str:
     for e, el in zip(plan.blocks, layout.edges):
         live = sorted((off, model.tensor_bytes(t)) for t, off in el.offsets.items()
                       if t <= e.first)
+        if model.state_bytes():             # the state: alive across every edge and run
+            live.append((layout.state_offset, model.state_bytes()))
         spans += [f"{{{off}, {n}}}" for off, n in live]
         first.append(len(spans))
         live_bytes.append(sum(n for _, n in live))
@@ -485,6 +530,7 @@ extern "C" {{
 #define MSF_MODEL_OUTPUT_ZERO_POINT {qo.zero_point}
 #define MSF_MODEL_ARENA_BYTES {max(layout.size, 1)}
 #define MSF_MODEL_EDGES {len(plan.blocks)}
+#define MSF_MODEL_STATE_BYTES {model.state_bytes()}
 {f"#define MSF_MODEL_STACK_PREDICTED {stack_bytes}  /* bytes, the board's firmware */" + chr(10)
  if stack_bytes else ""}
 /* What the plan predicts (exact cost model): workspace = the arena; the input and output
@@ -538,12 +584,20 @@ int msf_model_run_stream(const int8_t *input,
                          void *ctx);
 #endif
 
+#if MSF_MODEL_STATE_BYTES
+/* A streaming model: each run takes the next frame, the state of the past frames kept in the
+ * arena (MSF_MODEL_STATE_BYTES of it, counted in arena_bytes). Resets that state to the model
+ * file's initial values, as before the first run (which resets it itself). */
+void msf_model_reset(void);
+#endif
+
 /* The arena, for RAM measurements. */
 int8_t *msf_model_arena(void);
 
 #ifdef MSF_MEASURE_ARENA
 /* Runs the model twice, painting the arena around every edge; returns the arena high-water:
- * the most bytes any edge reads or writes (a streamed output is discarded: output unused). */
+ * the most bytes any edge reads or writes (a streamed output is discarded: output unused; a
+ * streaming model runs its first frame twice, and the next run continues from it). */
 uint32_t msf_model_measure_arena(const int8_t *input, int8_t *output);
 #endif
 

@@ -109,6 +109,9 @@ int main(int argc, char **argv)
 #endif
 #ifdef MSF_MEASURE_ARENA
     printf("arena_measured=%lu\n", (unsigned long)msf_model_measure_arena(input, output));
+#if MSF_MODEL_STATE_BYTES
+    msf_model_reset();                 /* measuring ran a streaming model's first frame */
+#endif
     msf_model_run(input, output);      /* the output too (measuring discards a streamed one) */
 #elif MSF_MODEL_STREAM_INPUT
     rows_t rows = {input, 0, 0, 1};
@@ -132,6 +135,22 @@ int main(int argc, char **argv)
         fprintf(stderr, "cannot write %s\n", argv[2]);
         return 2;
     }
+#if MSF_MODEL_STATE_BYTES
+    /* a streaming model: the input file's further frames, run in order, outputs appended */
+    FILE *in = fopen(argv[1], "rb");
+    if (!in || fseek(in, (long)sizeof input, SEEK_SET)) {
+        fprintf(stderr, "cannot read %s\n", argv[1]);
+        return 2;
+    }
+    while (fread(input, 1, sizeof input, in) == sizeof input) {
+        msf_model_run(input, output);
+        if (fwrite(output, 1, sizeof output, f) != sizeof output) {
+            fprintf(stderr, "cannot write %s\n", argv[2]);
+            return 2;
+        }
+    }
+    fclose(in);
+#endif
     fclose(f);
     return 0;
 }
@@ -250,6 +269,14 @@ class HostBuild:
             if value.strip().isdigit():
                 figures[key_] = int(value)
         return HostRun(np.frombuffer(out.read_bytes(), dtype=np.int8).copy(), figures)
+
+    def run_frames(self, frames: np.ndarray, flavour: str = "plain") -> HostRun:
+        """A streaming model's output after each of `frames` (int8 HWC inputs, run in order
+        from the initial state: measure runs first and resets), one row per frame."""
+        frames = np.asarray(frames, dtype=np.int8)
+        run = self.run(frames.reshape(-1), flavour)
+        run.output = run.output.reshape(len(frames), -1)
+        return run
 
     def run_io(self, model, x: np.ndarray) -> np.ndarray:
         """msf_model_run_io on x (the file's type and shape); the output in the file's."""

@@ -32,6 +32,7 @@ OP_UNITS = {
     ir.MAX_POOL: "pool", ir.AVG_POOL: "pool", ir.GLOBAL_AVGPOOL: "pool", ir.DENSE: "dense",
     ir.SOFTMAX: "softmax", ir.HARD_SWISH: "activation", ir.LEAKY_RELU: "activation",
     ir.LOGISTIC: "activation", ir.PRELU: "activation", ir.MUL: "mul", ir.SLICE: "slice",
+    ir.STREAM: "stream", ir.CROP: "crop",
 }
 
 

@@ -199,7 +199,8 @@ def edge_ram(model: Model, first: int, last: int, scratch: list[dict],
 def io_ram(model: Model, first: int, last: int, scratch_bytes: int, shift: int | None = None,
            skip_bytes: int | None = None) -> tuple[int, dict]:
     """edge_ram of scratch buffers of `scratch_bytes` in all, and the edge's detail but the
-    scratch; `skip_bytes`: the tensors alive across the edge, if known."""
+    scratch; `skip_bytes`: the tensors alive across the edge, if known. A streaming model's
+    state is alive across every edge."""
     if skip_bytes is None:
         skip_bytes = sum(arena_tensor_bytes(model, s) for s in alive_before(model, first))
     in_place = writes_in_place(model, first, last)
@@ -211,7 +212,7 @@ def io_ram(model: Model, first: int, last: int, scratch_bytes: int, shift: int |
         detail[reuse.DETAIL] = shift
     if in_place:
         detail["in_place"] = True
-    return io + skip_bytes + scratch_bytes, detail
+    return io + skip_bytes + scratch_bytes + model.state_bytes(), detail
 
 
 def output_shift(model: Model, first: int, last: int, end: int,

@@ -30,6 +30,7 @@ class Plan:
     edge_cycles: list[int] = field(default_factory=list, repr=False)  # per block, predicted
     f_cpu: int = 0
     predicted_stack: int | None = None        # bytes on `board` (codegen/stack.py sets it)
+    state_bytes: int = 0                      # a streaming model's state (in every edge's RAM)
 
     @classmethod
     def from_path(cls, graph, path: list[Edge] | None, objective: str, **opts) -> "Plan":
@@ -39,7 +40,7 @@ class Plan:
                    layer_labels=[layer_label(l.op, i) for i, l in enumerate(graph.model.layers)],
                    stream_output=graph.model.stream_output,
                    stream_input=graph.model.stream_input, io_bytes=_io_bytes(graph.model),
-                   **opts)
+                   state_bytes=graph.model.state_bytes(), **opts)
         if path is None:
             plan.mark_infeasible("no plan satisfies the constraints")
         return plan
@@ -100,6 +101,7 @@ class Plan:
             "feasible": self.feasible,
             **({"reason": self.reason} if not self.feasible else {}),
             "peak_ram_bytes": self.peak_ram if self.feasible else None,
+            **({"state_bytes": self.state_bytes} if self.state_bytes else {}),
             "macs": self.macs if self.feasible else None,
             "unfused_macs": self.unfused_macs,
             "overhead": round(self.overhead, 6) if self.feasible else None,

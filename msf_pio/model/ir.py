@@ -31,6 +31,12 @@ LOGISTIC = "logistic"
 PRELU = "prelu"
 MUL = "mul"                # element-wise product: `skip` the same shape, or 1 x 1 x C (broadcast)
 SLICE = "slice"            # channels [begin, begin + C_out) of the input
+# A stateful streaming model's ring buffer (a Keras `Stream` layer: READ_VARIABLE, CONCATENATION
+# over time, STRIDED_SLICE of the last rows, ASSIGN_VARIABLE): the `state_rows` rows kept from
+# the previous run, then the input's rows; the last `state_rows` rows of the output are kept
+# for the next run. The state lives in the arena across runs (Model.state_bytes).
+STREAM = "stream"
+CROP = "crop"              # rows [begin, begin + H_out) of the input (STRIDED_SLICE over time)
 
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a kh x kw window and strides
 ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
@@ -38,7 +44,8 @@ PIXEL_OPS = (SOFTMAX,) + ELEMENTWISE_OPS + (SLICE,)  # one output pixel per inpu
 BINARY_OPS = (ADD, CONCAT, MUL)                      # read two tensors, pixel by pixel
 SPATIAL_OPS = WINDOW_OPS + BINARY_OPS + PIXEL_OPS    # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
-ALL_OPS = SPATIAL_OPS + HEAD_OPS
+WHOLE_OPS = (STREAM, CROP)      # whole tensors moved by rows: single edges, never in a block
+ALL_OPS = SPATIAL_OPS + HEAD_OPS + WHOLE_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
 
 # Short op names for tables: a layer is shown as op + index (dwconv3); the file's own tensor
@@ -114,7 +121,11 @@ class Layer:
     # prelu: one slope per element (alpha H x W x C, Keras' PReLU without shared axes) instead
     # of one per channel
     slope_per_pixel: bool = False
-    begin: int = 0                                   # slice: the first input channel taken
+    begin: int = 0          # slice: the first input channel taken; crop: the first row
+    # stream: the rows kept across runs and their values before the first run (int8
+    # state_rows x W x C: the file's initial state, which msf_model_reset restores)
+    state_rows: int = 0
+    state_init: np.ndarray | None = None
     # avg_pool: every window tap counts, the padding ones holding the zero point (a PAD before
     # the pool, or ONNX's count_include_pad), instead of the taps inside the input only
     count_pad: bool = False
@@ -185,6 +196,8 @@ class TensorIO:
         x = np.asarray(x)
         if self.channels_first:
             return np.moveaxis(x.reshape(self.dims)[0], 0, -1)
+        if len(self.dims) == 3:              # (1, T, F): a streaming model's frames, T x 1 x F
+            return x.reshape(self.dims[1], 1, self.dims[2])
         return x.reshape(self.dims[1:] if len(self.dims) == 4 else (1, 1, self.dims[-1]))
 
     def file(self, x):
@@ -281,6 +294,21 @@ class Model:
             self.__dict__["_topology_cache"] = cached
         return cached[1], cached[2]
 
+    def state_layers(self) -> list[int]:
+        """The stream layers, whose state lives in the arena across runs, in order."""
+        return [l for l, layer in enumerate(self.layers) if layer.op == STREAM]
+
+    def state_bytes(self) -> int:
+        """Arena bytes of the state kept across runs (one region, never reused): every edge
+        of a plan holds it (the cost model asks once per edge, so it is kept per layer list)."""
+        key = (id(self.layers), len(self.layers))
+        cached = self.__dict__.get("_state_cache")
+        if cached is None or cached[0] != key:
+            cached = (key, sum(self.layers[l].state_rows * self.layers[l].in_shape[1]
+                               * self.layers[l].in_shape[2] for l in self.state_layers()))
+            self.__dict__["_state_cache"] = cached
+        return cached[1]
+
     def broadcasts(self, l: int) -> bool:
         """Layer l multiplies its input by a 1 x 1 x C vector (a squeeze-and-excite gate): the
         vector is read whole, at pixel (0, 0), for every output pixel."""
@@ -310,6 +338,15 @@ def graph_error(model: Model) -> tuple[int, str] | None:
                 return l, f"reads tensor {t}, which is not made before it"
         if layer.op in HEAD_OPS and model.input_of(l) != l:
             return l, f"{layer.op} must read the previous layer's output"
+        if layer.op == STREAM and (layer.out_shape != (layer.in_shape[0] + layer.state_rows,
+                                                       *layer.in_shape[1:])
+                                   or not 0 < layer.state_rows <= layer.out_shape[0]):
+            return l, (f"stream of {layer.state_rows} state rows: {list(layer.in_shape)} -> "
+                       f"{list(layer.out_shape)} is not the state's rows then the input's")
+        if layer.op == CROP and (layer.out_shape[1:] != layer.in_shape[1:] or not
+                                 0 <= layer.begin <= layer.in_shape[0] - layer.out_shape[0]):
+            return l, (f"crop from row {layer.begin}: {list(layer.in_shape)} -> "
+                       f"{list(layer.out_shape)} is not a range of the input's rows")
         if layer.op == MUL and model.tensor_shape(layer.skip) not in (
                 layer.out_shape, (1, 1, layer.cout)):
             return l, (f"multiplies by a tensor of shape {list(model.tensor_shape(layer.skip))}:"

@@ -101,6 +101,14 @@ class Lowering:
                     self.readers[name] = self.readers.get(name, 0) + 1
         for name in graph.outputs:
             self.readers[name] = self.readers.get(name, 0) + 1
+        # a stateful streaming model's variables: the values read (file tensor -> the read
+        # node) and assigned (file tensor -> the assign node), the stream layer of each
+        self.state_reads: dict[str, Node] = {}
+        self.assigns = {node.inputs[0]: node for node in graph.nodes
+                        if node.op == "assign_state" and node.inputs}
+        self.state_updates: dict[str, str] = {}      # file tensor -> variable it updates
+        self.streams: dict[str, int] = {}            # variable -> its stream layer
+        self.assigned: set[str] = set()
 
     # -- words ------------------------------------------------------------------------------------
     def name_of(self, op: str) -> str:
@@ -240,12 +248,14 @@ class Lowering:
             "batchnorm": self.batchnorm, "softmax": self.pixel_op, "hard_swish": self.pixel_op,
             "leaky_relu": self.pixel_op, "logistic": self.pixel_op, "prelu": self.prelu,
             "quantize": self.quantize, "dequantize": self.dequantize, "error": self.refused,
-            "mul": self.mul, "slice": self.slice,
+            "mul": self.mul, "slice": self.slice, "read_state": self.read_state,
+            "assign_state": self.assign_state,
         }
         for node in self.g.nodes:
             self.current = node
             handlers[node.op](node)
         self.current = None
+        self.check_states()
         self.graph_output()
         model = Model(name=self.g.name, input_shape=self.input_shape, layers=self.layers,
                       source=self.g.source, weights_spec=dict(self.g.weights_spec),
@@ -263,13 +273,16 @@ class Lowering:
         dims = self.input_dims(t)
         t.shape = tuple(dims)
         self.check_shape(None, t)
-        if len(dims) not in (2, 4):
+        streaming = len(dims) == 3 and any(n.op == "read_state" for n in self.g.nodes)
+        if len(dims) not in (2, 4) and not streaming:
             raise self.error(f"must be {self.g.layout} (4-D) or [1, N] before a dense layer, "
                              f"got shape {dims}", tensor=t)
         if dims[0] != 1:
             raise self.error(f"batch must be 1, got {dims[0]}", tensor=t)
         if len(dims) == 2:       # a dense model's input: the 1 x 1 x N map it reads flattened
             self.input_shape = (1, 1, dims[1])
+        elif len(dims) == 3:     # a streaming model's frames (1, T, F): T rows of F features
+            self.input_shape = (dims[1], 1, dims[2])
         elif self.g.layout == NCHW:
             self.input_shape = (dims[2], dims[3], dims[1])
         else:
@@ -652,7 +665,10 @@ class Lowering:
 
     def concat(self, node: Node) -> None:
         """Two tensors along the channels; TFLite's int8 kernel copies bytes, so in an int8
-        file both inputs must be quantized as the output."""
+        file both inputs must be quantized as the output. A state variable's value then new
+        rows: a stream layer (`stream`)."""
+        if node.inputs and node.inputs[0] in self.state_reads:
+            return self.stream(node)
         if len(node.inputs) != 2:
             raise self.error(f"concatenates {len(node.inputs)} tensors (two are supported)", node)
         axis = node.attrs.get("axis", 0)
@@ -681,6 +697,115 @@ class Lowering:
         self.reading = first.t
         self.emit(node, Layer(op=ir.CONCAT, in_shape=(h, w, c1), out_shape=(h, w, c1 + c2),
                               skip=second.t))
+
+    # -- state of a streaming model -------------------------------------------------------------
+    def read_state(self, node: Node) -> None:
+        """READ_VARIABLE: the state's value, which only a stream concatenation may read."""
+        variable = node.attrs.get("variable", "")
+        if self.g.kind != INT8:
+            raise self.error("a state variable in a float model is not supported (int8 "
+                             "streaming models only)", node)
+        if any(n.attrs.get("variable") == variable for n in self.state_reads.values()):
+            raise self.error(f"reads state variable '{variable}' a second time (a ring buffer "
+                             "is read once per run)", node)
+        out = self.out(node)
+        if self.readers.get(out.name, 0) != 1:
+            raise self.error(f"the value of state variable '{variable}' must be read by "
+                             "exactly one CONCATENATION (a ring buffer of past rows)", node)
+        self.state_reads[out.name] = node
+
+    def stream(self, node: Node) -> None:
+        """CONCATENATION over the rows of a state variable's value and new rows: a stream
+        layer, whose state is the output's last rows (the STRIDED_SLICE an ASSIGN_VARIABLE
+        stores, `slice`)."""
+        read = self.state_reads[node.inputs[0]]
+        variable = read.attrs.get("variable", "")
+        rows_axis = 1 if self.g.layout == NHWC else 2
+        if len(node.inputs) != 2 or node.attrs.get("axis") not in (rows_axis, rows_axis - 4):
+            raise self.error(f"a state variable's value must be concatenated with one tensor "
+                             f"along the rows (axis {rows_axis}), the state first", node)
+        if node.attrs.get("act", "none") != "none":
+            raise self.error(f"a fused activation on {node.op_name} is not supported", node)
+        view = self.view(node, 1)
+        h, w, c = self.shape(view.t)
+        state = self.g.tensors[node.inputs[0]]
+        dims = tuple(state.shape or ())
+        if len(dims) != 4 or dims[0] != 1 or tuple(dims[2:]) != (w, c):
+            raise self.error(f"state shape {list(dims)} does not fit the rows "
+                             f"[1, {h}, {w}, {c}] appended to it", node, state)
+        s = int(dims[1])
+        q = self.activation_q(node, self.out(node))
+        for t in (state, self.tensor(node, 1)):
+            if self.activation_q(node, t) != q:
+                raise self.error(f"input quantization {self.activation_q(node, t)} differs "
+                                 f"from the output's {q} (TFLite Micro's int8 kernel requires "
+                                 "them equal)", node, t)
+        init = read.attrs.get("init")
+        if init is None or init.dtype != "INT8" or init.const is None or \
+                init.const.values.size != s * w * c:
+            raise self.error(f"state variable '{variable}' has no int8 initial value of "
+                             f"{s * w * c} bytes (CALL_ONCE's subgraph assigns none)", read)
+        scale, zp = init.declared_q or (np.zeros(0), np.zeros(0))
+        if scale.size != 1 or QParams(float(np.float32(scale[0])), int(zp[0])) != q:
+            raise self.error(f"the initial value of state variable '{variable}' is not "
+                             f"quantized as the state ({q})", read, init)
+        self.reading = view.t
+        self.emit(node, Layer(op=ir.STREAM, in_shape=(h, w, c), out_shape=(h + s, w, c),
+                              state_rows=s,
+                              state_init=init.const.values.astype(np.int8).reshape(s, w, c)))
+        self.streams[variable] = len(self.layers)
+
+    def row_slice(self, node: Node, view: View, begin: int, end: int) -> None:
+        """Rows [begin, end) of a tensor: the state update of a stream layer (its output's
+        last rows, stored by an ASSIGN_VARIABLE of its own variable: the layer keeps them) or
+        a crop layer."""
+        h, w, c = self.shape(view.t)
+        name = node.outputs[0] if len(node.outputs) == 1 else ""
+        assign = self.assigns.get(name)
+        layer = self.layers[view.t - 1] if view.t > 0 else None
+        if assign is not None:
+            variable = assign.attrs.get("variable", "")
+            if layer is None or layer.op != ir.STREAM or self.streams.get(variable) != view.t \
+                    or (begin, end) != (h - layer.state_rows, h) or self.readers[name] != 1:
+                raise self.error(f"state variable '{variable}' may only be assigned the last "
+                                 f"rows of its own stream CONCATENATION (a ring buffer)", node)
+            self.activation_q(node, self.tensor(node, 0))
+            self.same_q(node, self.q[view.t])
+            self.state_updates[name] = variable
+            return
+        if not 0 <= begin < end <= h:
+            raise self.error(f"rows [{begin}, {end}) of {h}: an empty part", node)
+        self.activation_q(node, self.tensor(node, 0))
+        if (begin, end) == (0, h):             # every row: the tensor itself
+            self.same_q(node, self.q[view.t])
+            self.bind(node, self.out(node).name, View(view.t, layout=view.layout, alias=True))
+            return
+        self.reading = view.t
+        self.emit(node, Layer(op=ir.CROP, in_shape=(h, w, c), out_shape=(end - begin, w, c),
+                              begin=begin))
+        if self.q[-1] != self.q[view.t]:
+            raise self.error(f"output quantization {self.q[-1]} differs from its input's "
+                             f"{self.q[view.t]}: a slice copies bytes", node, self.out(node))
+
+    def assign_state(self, node: Node) -> None:
+        """ASSIGN_VARIABLE: the state update its stream layer performs (`row_slice`)."""
+        variable = node.attrs.get("variable", "")
+        value = node.inputs[0] if node.inputs else ""
+        if self.state_updates.get(value) != variable or variable in self.assigned:
+            raise self.error(f"state variable '{variable}' may only be assigned once, the last "
+                             "rows of its own stream CONCATENATION (a ring buffer)", node)
+        self.assigned.add(variable)
+
+    def check_states(self) -> None:
+        """Every state variable read is a stream layer's and assigned by it."""
+        for name, read in self.state_reads.items():
+            variable = read.attrs.get("variable", "")
+            if variable not in self.streams:
+                raise self.error(f"the value of state variable '{variable}' is not "
+                                 "concatenated with new rows (a ring buffer)", read)
+            if variable not in self.assigned:
+                raise self.error(f"state variable '{variable}' is never assigned its stream's "
+                                 "last rows (a ring buffer)", read)
 
     def pad(self, node: Node) -> None:
         """A PAD: remembered, and folded into the padding of the window op that alone reads it
@@ -907,6 +1032,12 @@ class Lowering:
         view = self.view(node)
         h, w, c = self.shape(view.t)
         axis = node.attrs.get("axis", 3 if self.g.layout == NHWC else 1)
+        bounds = node.attrs.get("bounds") or []
+        if axis % 4 == (1 if self.g.layout == NHWC else 2) and len(bounds) == 1 == \
+                len(node.outputs):              # rows: a streaming model's time axis
+            begin, end = bounds[0]
+            return self.row_slice(node, view, begin + h if begin < 0 else begin,
+                                  end + h if end < 0 else end)
         if axis % 4 != (3 if self.g.layout == NHWC else 1):
             raise self.error(f"slices axis {axis}: only the channels (axis "
                              f"{3 if self.g.layout == NHWC else 1} of {self.g.layout}) are "

@@ -33,7 +33,7 @@ def _schema():
 
 
 _TYPES = {0: "FLOAT32", 1: "FLOAT16", 2: "INT32", 3: "UINT8", 4: "INT64", 6: "BOOL",
-          7: "INT16", 9: "INT8"}
+          7: "INT16", 9: "INT8", 13: "RESOURCE"}
 _NUMPY = {"FLOAT32": "<f4", "FLOAT16": "<f2", "INT32": "<i4", "UINT8": "u1", "INT64": "<i8",
           "BOOL": "u1", "INT16": "<i2", "INT8": "i1"}
 _OPTION_FIELDS = {   # options table class -> accessor names read into the options dict
@@ -52,6 +52,7 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into the optio
                             "ShrinkAxisMask", "Offset"),
     "ConcatenationOptions": ("Axis", "FusedActivationFunction"),
     "ReducerOptions": ("KeepDims",),
+    "CallOnceOptions": ("InitSubgraphIndex",),
 }
 _FLOAT_OPTION_FIELDS = {"SoftmaxOptions": ("Beta",), "LeakyReluOptions": ("Alpha",)}
 _PADDING = {0: "same", 1: "valid"}
@@ -133,8 +134,9 @@ def _decode(data: bytes, path: str):
 
     try:
         model = fb.Model.GetRootAs(data, 0)
-        if count(model.SubgraphsLength(), "subgraphs") != 1:
-            raise MsfError(_subgraphs_cause(model, names), source=path)
+        n_subgraphs = count(model.SubgraphsLength(), "subgraphs")
+        if n_subgraphs == 0:
+            raise MsfError("has no subgraph", source=path)
         sub = model.Subgraphs(0)
         n_buffers = count(model.BuffersLength(), "buffers")
         codes = []
@@ -144,12 +146,12 @@ def _decode(data: bytes, path: str):
             custom = oc.CustomCode()
             codes.append(f"custom op '{custom.decode(errors='replace')}'" if custom
                          and code == fb.BuiltinOperator.CUSTOM else names.get(code, f"op {code}"))
-        tensors = {}
-        for i in range(count(sub.TensorsLength(), "tensors")):
+
+        def tensor_of(sub, i: int, where: str = "") -> Tensor:
             t = sub.Tensors(i)
             raw = t.Name()
             title = raw.decode(errors="replace") if raw else f"tensor{i}"
-            label = f"tensor {i} '{title}'"
+            label = f"{where}tensor {i} '{title}'"
             shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
             # -1 in the signature: a dynamic dimension (a -1 batch, which the converter writes
             # for every model, is the shape's 1)
@@ -172,22 +174,34 @@ def _decode(data: bytes, path: str):
             raw_data = _buffer_data(model.Buffers(buffer), data, path, label) if buffer else None
             if raw_data is not None:
                 _constant(tensor, raw_data, scale, zp, axis)
-            tensors[tensor.name] = tensor
-        ops = []
-        for i in range(count(sub.OperatorsLength(), "operators")):
+            return tensor
+
+        def operator_of(sub, i: int, n_tensors: int, where: str = ""):
             o = sub.Operators(i)
             if not 0 <= o.OpcodeIndex() < len(codes):
                 raise MsfError(f"opcode index {o.OpcodeIndex()} out of range", source=path,
-                               where=f"operator {i}")
+                               where=f"{where}operator {i}")
             name = codes[o.OpcodeIndex()]
             inputs = [int(x) for x in o.InputsAsNumpy()] if o.InputsLength() else []
             outputs = [int(x) for x in o.OutputsAsNumpy()] if o.OutputsLength() else []
             for t in inputs + outputs:
-                if not -1 <= t < len(tensors):
+                if not -1 <= t < n_tensors:
                     raise MsfError(f"tensor index {t} out of range (the subgraph has "
-                                   f"{len(tensors)} tensors)", source=path,
-                                   where=f"operator {i} ({name})")
-            ops.append((i, name, inputs, outputs, _options(fb, o, option_names)))
+                                   f"{n_tensors} tensors)", source=path,
+                                   where=f"{where}operator {i} ({name})")
+            return i, name, inputs, outputs, _options(fb, o, option_names)
+
+        initial = {}
+        if n_subgraphs != 1:
+            initial = _initial_states(model, sub, n_subgraphs, codes, fb, names, path,
+                                      tensor_of, operator_of, count)
+        tensors = {}
+        for i in range(count(sub.TensorsLength(), "tensors")):
+            tensor = tensor_of(sub, i)
+            tensors[tensor.name] = tensor
+        ops = [operator_of(sub, i, len(tensors))
+               for i in range(count(sub.OperatorsLength(), "operators"))]
+        ops = _state_variables(tensors, ops, initial, path)
         inputs = [int(x) for x in sub.InputsAsNumpy()] if sub.InputsLength() else []
         outputs = [int(x) for x in sub.OutputsAsNumpy()] if sub.OutputsLength() else []
     except MsfError:
@@ -215,8 +229,8 @@ def _subgraphs_cause(model, names: dict) -> str:
                       "IF", "CALL"):
                 callers.add(op)
     if callers & {"CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE"}:
-        why = (f"a stateful streaming model (state variables: {', '.join(sorted(callers))}), "
-               "which msf-pio does not run")
+        why = (f"a stateful streaming model (state variables: {', '.join(sorted(callers))}) "
+               "whose initial state is not one CALL_ONCE of subgraph 1, which msf-pio needs")
     elif callers:
         why = f"control flow ({', '.join(sorted(callers))}), which msf-pio does not run"
     else:
@@ -224,11 +238,71 @@ def _subgraphs_cause(model, names: dict) -> str:
     return f"has {n} subgraphs: {why}"
 
 
+_STATE_OPS = ("CALL_ONCE", "VAR_HANDLE", "READ_VARIABLE", "ASSIGN_VARIABLE")
+
+
+def _initial_states(model, sub, n: int, codes: list, fb, names: dict, path: str, tensor_of,
+                    operator_of, count) -> dict:
+    """A stateful streaming model's second subgraph, which its CALL_ONCE runs once before the
+    first run: the initial value of each state variable (shared name -> constant tensor).
+    Any other use of several subgraphs is refused in one line (`_subgraphs_cause`)."""
+    calls = [operator_of(sub, i, count(sub.TensorsLength(), "tensors"))
+             for i in range(count(sub.OperatorsLength(), "operators"))]
+    calls = [op for op in calls if op[1] == "CALL_ONCE"]
+    if n != 2 or len(calls) != 1 or calls[0][4].get("InitSubgraphIndex") != 1:
+        raise MsfError(_subgraphs_cause(model, names), source=path)
+    init = model.Subgraphs(1)
+    where = "subgraph 1 (the initial state): "
+    tensors = [tensor_of(init, i, "subgraph 1 ")
+               for i in range(count(init.TensorsLength(), "tensors"))]
+    handles, values = {}, {}
+    for i in range(count(init.OperatorsLength(), "operators")):
+        _, name, inputs, outputs, options = operator_of(init, i, len(tensors), where)
+        if name == "VAR_HANDLE" and len(outputs) == 1:
+            handles[outputs[0]] = options.get("variable", "")
+        elif name == "ASSIGN_VARIABLE" and len(inputs) == 2 and inputs[0] in handles \
+                and inputs[1] >= 0 and tensors[inputs[1]].const is not None:
+            values[handles[inputs[0]]] = tensors[inputs[1]]
+        else:
+            raise MsfError(f"{name}: an initial-state subgraph may only assign constants to "
+                           "state variables (VAR_HANDLE, ASSIGN_VARIABLE)", source=path,
+                           where=f"{where}operator {i}")
+    return values
+
+
+def _state_variables(tensors: dict, ops: list, initial: dict, path: str) -> list:
+    """The main subgraph's operators with the state variables resolved: CALL_ONCE and
+    VAR_HANDLE go (the initial values are known), READ_VARIABLE and ASSIGN_VARIABLE keep the
+    variable's name (and a read its initial value, `initial`)."""
+    handles, kept = {}, []
+    for op in ops:
+        index, name, inputs, outputs, options = op
+        if name == "CALL_ONCE" and initial:
+            continue
+        if name == "VAR_HANDLE" and len(outputs) == 1:
+            handles[outputs[0]] = options.get("variable", "")
+            continue
+        if name in ("READ_VARIABLE", "ASSIGN_VARIABLE"):
+            if not inputs or inputs[0] not in handles:
+                raise MsfError(f"input 0 is not a state variable (made by no earlier VAR_HANDLE)",
+                               source=path, where=f"operator {index} ({name})")
+            variable = handles[inputs[0]]
+            options = {"variable": variable, "init": initial.get(variable)}
+            op = (index, name, inputs[1:], outputs, options)
+        kept.append(op)
+    return kept
+
+
 def _options(fb, o, option_names) -> dict:
     kind = option_names.get(o.BuiltinOptionsType())
     table = o.BuiltinOptions()
     if table is None:
         return {}
+    if kind == "VarHandleOptions":        # a state variable: named by its shared name
+        opts = fb.VarHandleOptions()
+        opts.Init(table.Bytes, table.Pos)
+        raw = opts.SharedName() or b""
+        return {"variable": raw.decode(errors="replace")}
     if kind in _OPTION_FIELDS:
         opts = getattr(fb, kind)()
         opts.Init(table.Bytes, table.Pos)
@@ -447,11 +521,14 @@ def _dims(graph: Graph, name: str) -> tuple[int, ...]:
 
 
 def _channel_slice(node: Node, dims, begin, end, what: str) -> None:
-    """Channels [begin, end) of a 4-D NHWC tensor, every other axis whole."""
-    if len(dims) != 4 or any((b, e) != (0, d) for b, e, d in zip(begin[:3], end[:3], dims[:3])):
+    """Channels [begin, end) of a 4-D NHWC tensor, or rows [begin, end) (a streaming model's
+    time axis), every other axis whole."""
+    whole = [(b, e) == (0, d) for b, e, d in zip(begin, end, dims)]
+    if len(dims) != 4 or not whole[0] or not whole[2] or not (whole[1] or whole[3]):
         raise _Refused(f"{what} [{', '.join(f'{b}:{e}' for b, e in zip(begin, end))}] of "
-                       f"{list(dims)}: only a part of the channels is supported")
-    node.op, node.attrs = "slice", {"axis": 3, "bounds": [(begin[3], end[3])]}
+                       f"{list(dims)}: only a part of the channels or of the rows is supported")
+    axis = 1 if whole[3] else 3
+    node.op, node.attrs = "slice", {"axis": axis, "bounds": [(begin[axis], end[axis])]}
 
 
 def _strided_slice(graph: Graph, node: Node, options: dict) -> None:
@@ -499,6 +576,16 @@ def _split(graph: Graph, node: Node, options: dict) -> None:
                   "bounds": list(zip(starts[:-1], starts[1:]))}
 
 
+def _variable(graph: Graph, node: Node, options: dict) -> None:
+    """READ_VARIABLE (the state's value, its initial one from the initial-state subgraph) and
+    ASSIGN_VARIABLE (the state's value for the next run)."""
+    node.op = "read_state" if node.op_name == "READ_VARIABLE" else "assign_state"
+    node.attrs = {"variable": options.get("variable", "")}
+    init = options.get("init")
+    if init is not None:
+        node.attrs["init"] = init
+
+
 def _relu(graph: Graph, node: Node, options: dict) -> None:
     node.op, node.inputs = "clip", node.inputs[:1]
     node.attrs = {"min": 0.0, "max": 6.0 if node.op_name == "RELU6" else None}
@@ -517,5 +604,5 @@ _BUILDERS = {
     "LOGISTIC": _unary("logistic"), "PRELU": _prelu, "TRANSPOSE": _transpose,
     "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu, "MUL": _mul,
     "STRIDED_SLICE": _strided_slice, "SLICE": _slice, "SPLIT": _split, "SPLIT_V": _split,
-    "SQUEEZE": _reshape,
+    "SQUEEZE": _reshape, "READ_VARIABLE": _variable, "ASSIGN_VARIABLE": _variable,
 }

@@ -18,16 +18,25 @@ from .windows import padded, valid_taps, windows
 Tensors = Mapping[int, np.ndarray] | Sequence[np.ndarray]
 
 
-def run_model(model: Model, x: np.ndarray) -> np.ndarray:
+def initial_state(model: Model) -> dict[int, np.ndarray]:
+    """The state of a streaming model before its first run (msf_model_reset): per stream
+    layer, its rows kept across runs."""
+    return {l: np.array(model.layers[l].state_init, np.int8) for l in model.state_layers()}
+
+
+def run_model(model: Model, x: np.ndarray, state: dict | None = None) -> np.ndarray:
     """Run every layer in order on the int8 HWC input; returns the int8 output tensor (with
-    several outputs: all of them flattened one after another, as msf_model_run packs them)."""
+    several outputs: all of them flattened one after another, as msf_model_run packs them).
+    A streaming model runs from `state` (initial_state's dict, updated in place: pass the
+    same dict frame after frame), by default from its initial state."""
     x = np.asarray(x)
     if x.shape != tuple(model.input_shape) or x.dtype != np.int8:
         raise ValueError(f"input must be int8 {model.input_shape}, got {x.dtype} {x.shape}")
     tensors = {0: x}
     last_use = model.last_reader()
+    state = initial_state(model) if state is None else state
     for i in range(model.n_layers):
-        tensors[i + 1] = run_layer(model, i, tensors)
+        tensors[i + 1] = run_layer(model, i, tensors, state)
         for t in [t for t in tensors if last_use.get(t, -1) == i]:
             del tensors[t]
     if model.outputs:
@@ -35,8 +44,10 @@ def run_model(model: Model, x: np.ndarray) -> np.ndarray:
     return tensors[model.n_layers]
 
 
-def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
-    """Output tensor index+1 of layer `index`, from the tensors it reads (model.inputs)."""
+def run_layer(model: Model, index: int, tensors: Tensors,
+              state: dict | None = None) -> np.ndarray:
+    """Output tensor index+1 of layer `index`, from the tensors it reads (model.inputs); a
+    stream layer reads and updates its rows in `state` (initial_state)."""
     layer = model.layers[index]
     x = np.asarray(tensors[model.input_of(index)])
     if x.shape != tuple(layer.in_shape):
@@ -67,6 +78,12 @@ def run_layer(model: Model, index: int, tensors: Tensors) -> np.ndarray:
                                                   rq.multiplier, rq.shift) + rq.output_offset
     elif layer.op == ir.SLICE:
         out = x[..., layer.begin:layer.begin + layer.cout]
+    elif layer.op == ir.CROP:
+        out = x[layer.begin:layer.begin + layer.out_shape[0]]
+    elif layer.op == ir.STREAM:      # the kept rows, then the new; the last rows kept
+        state = initial_state(model) if state is None else state
+        out = np.concatenate([state[index], x], axis=0)
+        state[index] = out[-layer.state_rows:].copy()
     elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
         h, w, _ = x.shape
         total = x.astype(np.int64).sum(axis=(0, 1)) + h * w * rq.input_offset

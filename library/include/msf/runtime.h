@@ -30,7 +30,7 @@ enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
     MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
     MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12, MSF_MUL = 13,
-    MSF_SLICE = 14, MSF_AVG_POOL_PADDED = 15
+    MSF_SLICE = 14, MSF_AVG_POOL_PADDED = 15, MSF_STREAM = 16, MSF_CROP = 17
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. A window is
@@ -66,7 +66,8 @@ typedef struct {
     uint8_t slope_per_pixel;      /* prelu: alpha is (H, W, C), one slope per element */
     uint8_t broadcast;            /* mul: the second input is 1 x 1 x C, read at pixel (0, 0)
                                    * (in2_offset, fn_mult1 and fn_shift1: TFLite's MUL) */
-    uint16_t begin;               /* slice: the first input channel taken */
+    uint16_t begin;               /* slice: the first input channel taken; crop: the first input
+                                   * row; stream: the rows of state kept across runs */
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */
@@ -154,6 +155,12 @@ void msf_avg_pool_padded_column(const msf_layer_t *l, const msf_view_t *in,
                                 const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                            int32_t col, int32_t r0, int32_t r1);
+/* Whole tensors moved by rows (a streaming model's ring buffer, STRIDED_SLICE over time), called
+ * by the generated schedule itself (never inside a block): a stream layer's output is its
+ * `begin` state rows then the input's rows, and its last `begin` rows become the state; a
+ * crop's output is the input's rows [begin, begin + out_h). */
+void msf_stream_rows(const msf_layer_t *l, int8_t *state, const int8_t *in, int8_t *out);
+void msf_crop_rows(const msf_layer_t *l, const int8_t *in, int8_t *out);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 
