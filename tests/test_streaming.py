@@ -97,3 +97,21 @@ def test_a_state_that_is_not_a_ring_buffer_is_one_line(tmp_path, update, fragmen
     path = tmp_path / "not_a_ring.tflite"
     path.write_bytes(streaming_net(3, state_update=update))
     _one_line_error(path, fragment)
+
+
+def test_export_writes_the_state_variables_tflm_runs(streaming, tmp_path):
+    """The exporter writes each stream layer back as a state variable with its initial value
+    (a CALL_ONCE subgraph): TFLite Micro gives the same bytes over frames, and the file reads
+    back as the same layers."""
+    from msf_pio.export.tflite import tflite_bytes
+    _, model, frames, theirs = streaming
+    data = tflite_bytes(model)
+    assert np.array_equal(np.stack(tflm_frames(data, [model.input_io.hwc(x)[None]
+                                                      for x in frames])), np.stack(theirs))
+    path = tmp_path / "exported.tflite"
+    path.write_bytes(data)
+    back = load_model(str(path))
+    assert [(l.op, l.out_shape, l.state_rows, l.begin) for l in back.layers] == \
+        [(l.op, l.out_shape, l.state_rows, l.begin) for l in model.layers]
+    for l in model.state_layers():
+        assert np.array_equal(back.layers[l].state_init, model.layers[l].state_init)

@@ -10,7 +10,10 @@ LEAKY_RELU, PRELU and LOGISTIC are single ops on the tensor as it is (after a de
 MUL takes its 1 x 1 x C operand as TFLite broadcasts it; a slice is a STRIDED_SLICE of the
 channels; an average pool counting its padding taps is a PAD (the zero point) and a VALID pool;
 PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor, or (H, W, C) with a
-slope per element), quantized per tensor.
+slope per element), quantized per tensor. A stream layer is a state variable as microWakeWord's
+files hold one (VAR_HANDLE, READ_VARIABLE, CONCATENATION over the rows, STRIDED_SLICE of the
+last rows, ASSIGN_VARIABLE), its initial value assigned by a second subgraph that a CALL_ONCE
+first in the main one runs; a crop is a STRIDED_SLICE of rows.
 """
 from __future__ import annotations
 
@@ -71,6 +74,7 @@ class _Graph:
         self.opcodes: dict[int, int] = {}
         self.operators: list[fb.OperatorT] = []
         self.views: dict[tuple[int, int], int] = {}            # (IR tensor, rank) -> tensor
+        self.initial: list[tuple[str, Layer]] = []              # state variables: name, layer
         h, w, c = model.input_shape
         self.views[(0, 4)] = self.tensor("input", (1, h, w, c), fb.TensorType.INT8,
                                          _per_tensor(model.q_input))
@@ -234,6 +238,12 @@ class _Graph:
             self.op(fb.BuiltinOperator.STRIDED_SLICE, [self.activation(src, 4), *args],
                     [self.output(index, layer)], fb.BuiltinOptions.StridedSliceOptions,
                     fb.StridedSliceOptionsT())
+        elif layer.op == ir.CROP:
+            h, w, c = layer.in_shape
+            self.strided_slice(layer.name, self.activation(src, 4), (layer.begin, 0, 0),
+                               (layer.begin + layer.out_shape[0], w, c), self.output(index, layer))
+        elif layer.op == ir.STREAM:
+            self.stream(index, layer, self.activation(src, 4))
         elif layer.op == ir.CONCAT:
             if layer.act != "none":
                 raise ValueError(f"layer {index} ({layer.name}): concat has no fused activation")
@@ -254,6 +264,63 @@ class _Graph:
             self.pixel_op(index, layer)
         else:
             raise ValueError(f"layer {index}: unsupported op {layer.op!r}")
+
+    def strided_slice(self, name: str, x: int, begin, end, out: int) -> None:
+        """STRIDED_SLICE [begin, end) of H, W, C (stride 1)."""
+        args = [self.tensor(f"{name}_{k}", (4,), fb.TensorType.INT32, data=np.array(v, "<i4"))
+                for k, v in (("begin", [0, *begin]), ("end", [1, *end]),
+                             ("strides", [1, 1, 1, 1]))]
+        self.op(fb.BuiltinOperator.STRIDED_SLICE, [x, *args], [out],
+                fb.BuiltinOptions.StridedSliceOptions, fb.StridedSliceOptionsT())
+
+    def stream(self, index: int, layer: Layer, x: int) -> None:
+        """A state variable: its value then the input's rows, its last rows stored back."""
+        name = f"stream{index}/states"
+        handle = self.tensor(name, (), fb.TensorType.RESOURCE)
+        self.op(fb.BuiltinOperator.VAR_HANDLE, [], [handle], fb.BuiltinOptions.VarHandleOptions,
+                _var_handle(name))
+        s, (h, w, c) = layer.state_rows, layer.out_shape
+        value = self.tensor(f"{name}/read", (1, s, w, c), fb.TensorType.INT8,
+                            _per_tensor(layer.q_out))
+        self.op(fb.BuiltinOperator.READ_VARIABLE, [handle], [value])
+        out = self.output(index, layer)
+        options = fb.ConcatenationOptionsT()
+        options.axis = 1
+        self.op(fb.BuiltinOperator.CONCATENATION, [value, x], [out],
+                fb.BuiltinOptions.ConcatenationOptions, options)
+        kept = self.tensor(f"{name}/kept", (1, s, w, c), fb.TensorType.INT8,
+                           _per_tensor(layer.q_out))
+        self.strided_slice(name, out, (h - s, 0, 0), (h, w, c), kept)
+        self.op(fb.BuiltinOperator.ASSIGN_VARIABLE, [handle, kept], [])
+        self.initial.append((name, layer))
+
+    def initial_state(self) -> fb.SubGraphT:
+        """The subgraph CALL_ONCE runs before the first run: each variable's initial value."""
+        sub = fb.SubGraphT()
+        sub.name, sub.tensors, sub.operators, sub.inputs, sub.outputs = "init", [], [], [], []
+        for name, layer in self.initial:
+            handle, const = fb.TensorT(), fb.TensorT()
+            handle.name, handle.shape, handle.type, handle.buffer = name, [], \
+                fb.TensorType.RESOURCE, 0
+            buf = _AlignedBuffer()
+            buf.data = np.ascontiguousarray(layer.state_init, np.int8).tobytes()
+            self.buffers.append(buf)
+            const.name, const.shape, const.type = f"{name}/initial", \
+                [1, *layer.state_init.shape], fb.TensorType.INT8
+            const.quantization, const.buffer = _per_tensor(layer.q_out), len(self.buffers) - 1
+            sub.tensors += [handle, const]
+            for code, inputs, outputs, kind, options in (
+                    (fb.BuiltinOperator.VAR_HANDLE, [], [len(sub.tensors) - 2],
+                     fb.BuiltinOptions.VarHandleOptions, _var_handle(name)),
+                    (fb.BuiltinOperator.ASSIGN_VARIABLE,
+                     [len(sub.tensors) - 2, len(sub.tensors) - 1], [], fb.BuiltinOptions.NONE,
+                     None)):
+                o = fb.OperatorT()
+                o.opcodeIndex = self.opcodes.setdefault(code, len(self.opcodes))
+                o.inputs, o.outputs = inputs, outputs
+                o.builtinOptionsType, o.builtinOptions = kind, options
+                sub.operators.append(o)
+        return sub
 
     def pixel_op(self, index: int, layer: Layer) -> None:
         """SOFTMAX and the element-wise activations, on the rank the input already has (a
@@ -297,6 +364,13 @@ class _Graph:
         m = fb.ModelT()
         m.version, m.description = 3, f"msf-pio export of {self.model.name}"
         m.subgraphs, m.buffers = [sub], self.buffers
+        if self.initial:               # a streaming model: CALL_ONCE of its initial state first
+            options = fb.CallOnceOptionsT()
+            options.initSubgraphIndex = 1
+            self.op(fb.BuiltinOperator.CALL_ONCE, [], [], fb.BuiltinOptions.CallOnceOptions,
+                    options)
+            sub.operators = [self.operators.pop()] + self.operators
+            m.subgraphs.append(self.initial_state())
         m.operatorCodes = [_opcode(code) for code in sorted(self.opcodes, key=self.opcodes.get)]
         builder = flatbuffers.Builder(1024)
         builder.Finish(m.Pack(builder), file_identifier=b"TFL3")
@@ -308,6 +382,12 @@ def _opcode(code: int) -> fb.OperatorCodeT:
     opcode = fb.OperatorCodeT()
     opcode.builtinCode, opcode.deprecatedBuiltinCode, opcode.version = code, min(code, 127), 1
     return opcode
+
+
+def _var_handle(name: str) -> fb.VarHandleOptionsT:
+    options = fb.VarHandleOptionsT()
+    options.sharedName = name
+    return options
 
 
 def _quant(scales, zero_points, dim: int) -> fb.QuantizationParametersT:

@@ -39,9 +39,10 @@ def _check(model: Model) -> None:
         if layer.op not in ir.ALL_OPS:
             raise MsfError(f"unsupported op '{layer.op}'", source=model.source or model.name,
                            where=f"layers[{i}]")
-        if layer.op in ir.WHOLE_OPS and (model.stream_input or model.stream_output):
-            raise MsfError("a streaming model's frames are passed whole: a streamed input or "
-                           "output is not supported", source=model.source or model.name,
+        if layer.op in ir.WHOLE_OPS and ((model.stream_input and model.input_of(i) == 0) or
+                                         (model.stream_output and i == model.n_layers - 1)):
+            raise MsfError(f"a {layer.op} layer moves whole tensors: it cannot read a streamed "
+                           "input or write a streamed output", source=model.source or model.name,
                            where=f"layers[{i}]")
     bad = ir.graph_error(model)
     if bad:

@@ -29,6 +29,9 @@ def render_plan(plan: Plan, hint: dict | None = None) -> str:
         f"output {'stream' if plan.stream_output else 'buffer'}"
     lines.append(f"workspace {plan.peak_ram} B + I/O {plan.io_bytes} B = "
                  f"{plan.peak_ram + plan.io_bytes} B ({modes})")
+    if plan.state_bytes:
+        lines.append(f"state {plan.state_bytes} B of the workspace: a streaming model's ring "
+                     "buffers, kept in the arena from one run (frame) to the next")
     if plan.predicted_instructions is not None:
         time = f" = {plan.predicted_us / 1000:.1f} ms at {plan.f_cpu / 1e6:g} MHz" \
             if plan.predicted_us is not None else ""
