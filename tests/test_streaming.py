@@ -49,7 +49,8 @@ def test_the_rings_become_stream_layers_and_the_time_slice_a_crop(streaming):
     assert [l.op for l in model.layers] == [ir.STREAM, ir.CONV, ir.STREAM, ir.CROP,
                                             ir.DEPTHWISE, ir.DENSE]
     assert [model.layers[l].state_rows for l in model.state_layers()] == [3, 2]
-    assert model.state_bytes() == 3 * 6 + 2 * 8
+    # the state region: each ring's output, its kept rows then the frame's 2 new rows
+    assert model.state_bytes() == (3 + 2) * 6 + (2 + 2) * 8
     assert model.input_shape == (2, 1, 6) and model.layers[3].begin == 1
 
 

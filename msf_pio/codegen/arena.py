@@ -13,8 +13,9 @@ low stack the input first slides up by -shift bytes and the output starts where 
 on the high stack the output starts `shift` bytes after the input (or ends where it ended), and
 the bytes left above it are a hole the next compaction closes.
 
-A streaming model's state (its stream layers' rows kept across runs) is one region after the
-two stacks, alive for every edge and across runs: never reused, never moved.
+A streaming model's state region (its stream layers' outputs: the rows kept across runs, then
+the run's new rows) comes after the two stacks, alive for every edge and across runs: never
+reused, never moved.
 """
 from __future__ import annotations
 
@@ -41,6 +42,7 @@ class EdgeLayout:
     scratch: list[dict]
     high_water: int                      # arena bytes in use during this edge
     moves: list[Move] = field(default_factory=list)   # compaction before this edge
+    resident: dict[int, int] = field(default_factory=dict)   # tensor -> offset, state region
 
 
 @dataclass
@@ -50,12 +52,11 @@ class ArenaLayout:
     state_offset: int = 0                # a streaming model's state region: [offset, size)
 
     def state_offsets(self, model: Model) -> dict[int, int]:
-        """Stream layer -> arena offset of its state rows (in layer order in the region)."""
+        """Stream layer -> arena offset of its output (in layer order in the state region)."""
         out, offset = {}, self.state_offset
         for l in model.state_layers():
             out[l] = offset
-            layer = model.layers[l]
-            offset += layer.state_rows * layer.in_shape[1] * layer.in_shape[2]
+            offset += model.tensor_bytes(l + 1)
         return out
 
 
@@ -187,4 +188,8 @@ def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
         moves = [Move(t, offset(end, t, old), offset(end, t, new), b)
                  for end, t, old, new, b in slides]
         edges.append(EdgeLayout(offsets, scratch_off, scratch, hw + model.state_bytes(), moves))
-    return ArenaLayout(size + model.state_bytes(), edges, size)
+    layout = ArenaLayout(size + model.state_bytes(), edges, size)
+    resident = {l + 1: offset for l, offset in layout.state_offsets(model).items()}
+    for el in edges:
+        el.resident = resident
+    return layout

@@ -194,10 +194,11 @@ def alive_before(model: Model, first: int) -> list[int]:
 
 def arena_tensor_bytes(model: Model, t: int) -> int:
     """Arena bytes of a whole tensor; the network input and output are the caller's buffers,
-    except that a streamed output needs one output pixel of staging."""
+    except that a streamed output needs one output pixel of staging; a stream layer's output
+    lives in the state region (Model.state_bytes), which every edge holds."""
     if t == model.n_layers and model.stream_output:
         return model.output_shape[2]
-    return 0 if t == 0 or model.is_output(t) else model.tensor_bytes(t)
+    return 0 if t == 0 or model.is_output(t) or model.in_state(t) else model.tensor_bytes(t)
 
 
 def writes_in_place(model: Model, first: int, last: int) -> bool:

@@ -34,7 +34,9 @@ SLICE = "slice"            # channels [begin, begin + C_out) of the input
 # A stateful streaming model's ring buffer (a Keras `Stream` layer: READ_VARIABLE, CONCATENATION
 # over time, STRIDED_SLICE of the last rows, ASSIGN_VARIABLE): the `state_rows` rows kept from
 # the previous run, then the input's rows; the last `state_rows` rows of the output are kept
-# for the next run. The state lives in the arena across runs (Model.state_bytes).
+# for the next run. The output lives in the arena across runs, in the state region
+# (Model.state_bytes): the new rows are written after the kept ones, and at the end of the run
+# the last rows move to its start.
 STREAM = "stream"
 CROP = "crop"              # rows [begin, begin + H_out) of the input (STRIDED_SLICE over time)
 
@@ -299,15 +301,19 @@ class Model:
         return [l for l, layer in enumerate(self.layers) if layer.op == STREAM]
 
     def state_bytes(self) -> int:
-        """Arena bytes of the state kept across runs (one region, never reused): every edge
-        of a plan holds it (the cost model asks once per edge, so it is kept per layer list)."""
+        """Arena bytes of the state region (one, never reused, alive across runs): every stream
+        layer's output, its kept rows then the run's new ones. Every edge of a plan holds it
+        (the cost model asks once per edge, so it is kept per layer list)."""
         key = (id(self.layers), len(self.layers))
         cached = self.__dict__.get("_state_cache")
         if cached is None or cached[0] != key:
-            cached = (key, sum(self.layers[l].state_rows * self.layers[l].in_shape[1]
-                               * self.layers[l].in_shape[2] for l in self.state_layers()))
+            cached = (key, sum(self.tensor_bytes(l + 1) for l in self.state_layers()))
             self.__dict__["_state_cache"] = cached
         return cached[1]
+
+    def in_state(self, t: int) -> bool:
+        """Tensor t lives in the state region (a stream layer's output)."""
+        return t > 0 and self.layers[t - 1].op == STREAM
 
     def broadcasts(self, l: int) -> bool:
         """Layer l multiplies its input by a 1 x 1 x C vector (a squeeze-and-excite gate): the
@@ -338,6 +344,8 @@ def graph_error(model: Model) -> tuple[int, str] | None:
                 return l, f"reads tensor {t}, which is not made before it"
         if layer.op in HEAD_OPS and model.input_of(l) != l:
             return l, f"{layer.op} must read the previous layer's output"
+        if layer.op == STREAM and model.is_output(l + 1):
+            return l, "a stream layer's output is a graph output (it lives in the state region)"
         if layer.op == STREAM and (layer.out_shape != (layer.in_shape[0] + layer.state_rows,
                                                        *layer.in_shape[1:])
                                    or not 0 < layer.state_rows <= layer.out_shape[0]):

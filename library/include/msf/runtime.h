@@ -156,10 +156,12 @@ void msf_avg_pool_padded_column(const msf_layer_t *l, const msf_view_t *in,
 void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                            int32_t col, int32_t r0, int32_t r1);
 /* Whole tensors moved by rows (a streaming model's ring buffer, STRIDED_SLICE over time), called
- * by the generated schedule itself (never inside a block): a stream layer's output is its
- * `begin` state rows then the input's rows, and its last `begin` rows become the state; a
- * crop's output is the input's rows [begin, begin + out_h). */
-void msf_stream_rows(const msf_layer_t *l, int8_t *state, const int8_t *in, int8_t *out);
+ * by the generated schedule itself (never inside a block). A stream layer's output lives in the
+ * arena's state region: its `begin` rows kept from the last run, then the input's rows, which
+ * msf_stream_rows writes; msf_stream_keep, at the end of the run, moves its last `begin` rows
+ * to the start. A crop's output is the input's rows [begin, begin + out_h). */
+void msf_stream_rows(const msf_layer_t *l, const int8_t *in, int8_t *out);
+void msf_stream_keep(const msf_layer_t *l, int8_t *out);
 void msf_crop_rows(const msf_layer_t *l, const int8_t *in, int8_t *out);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
