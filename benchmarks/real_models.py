@@ -61,6 +61,52 @@ def tflm_frames(data: bytes, frames: list[np.ndarray]) -> list[np.ndarray]:
     return out
 
 
+def tensors_match_tflm(model, data: bytes, frames: list[np.ndarray]) -> tuple[int, int]:
+    """(layers whose output equals TFLite Micro's tensor of the same name on every frame,
+    layers compared): the reference frame after frame against TFLM keeping every tensor,
+    the state carried by both. A wake-word model's one output probability is 0 on most
+    random frames; its inner tensors are not."""
+    from tflite_micro.python.tflite_micro import runtime
+    from msf_pio.reference.executor import initial_state, run_layer
+    interp = runtime.Interpreter.from_bytes(
+        data, arena_size=1 << 27,
+        intrepreter_config=runtime.InterpreterConfig.kPreserveAllTensors)
+    names = [t.name.decode() for t in
+             runtime.convert_bytearray_to_object(data).subgraphs[0].tensors]
+    compared = [l for l, layer in enumerate(model.layers) if names.count(layer.name) == 1]
+    same, state = set(compared), initial_state(model)
+    for x in frames:
+        interp.set_input(x, 0)
+        interp.invoke()
+        tensors = {0: from_file(model, x)}
+        for l in range(model.n_layers):
+            tensors[l + 1] = run_layer(model, l, tensors, state)
+            if l in same and not np.array_equal(tensors[l + 1].reshape(-1), interp.GetTensor(
+                    names.index(model.layers[l].name), 0)["tensor_data"].reshape(-1)):
+                same.discard(l)
+    return len(same), len(compared)
+
+
+def logits_match(model, frames: list[np.ndarray]) -> int:
+    """Frames on which the C of the model cut before its last pixel ops (the logistic of a
+    wake-word model, 0 on most frames) gives the reference's bytes, the state carried."""
+    from dataclasses import replace
+    from msf_pio.model import ir
+    from msf_pio.reference.executor import initial_state
+    end = model.n_layers
+    while end > 1 and model.layers[end - 1].op in ir.PIXEL_OPS:
+        end -= 1
+    cut = replace(model, layers=model.layers[:end], outputs=None, output_io=None)
+    state = initial_state(cut)
+    ref = [run_model(cut, x, state).reshape(-1) for x in frames]
+    build = HostBuild(generate(cut, solvers.p1_min_ram(build_graph(cut, "exact"))))
+    try:
+        ours = build.run_frames(np.stack(frames)).output
+    finally:
+        build.close()
+    return sum(np.array_equal(a, b) for a, b in zip(ours, ref))
+
+
 def file_inputs(model, n: int, seed: int = 0) -> list[np.ndarray]:
     """Inputs in the file's own type and shape, spread over its range."""
     i, _ = io_of(model)
@@ -128,8 +174,12 @@ def evaluate(path: Path, data: list[Path], max_macs: float) -> dict:
             ours = build.run_frames(np.stack([from_file(model, xi) for xi in xs])).output
             same = sum(np.array_equal(to_file(model, o).reshape(-1), t)
                        for o, t in zip(ours, tflm_frames(raw, xs)))
+            layers = tensors_match_tflm(model, raw, xs)
+            logits = logits_match(model, [from_file(model, xi) for xi in xs])
             check = (f"{len(xs)} frames in sequence (state {model.state_bytes():,} B): "
-                     f"C == TFLM {same}/{len(xs)}")
+                     f"C == TFLM {same}/{len(xs)}, every frame's tensors == TFLM's in "
+                     f"{layers[0]}/{layers[1]} layers, C's logits == reference "
+                     f"{logits}/{len(xs)}")
             x8 = from_file(model, xs[0])
         elif x is None:                    # int8: the file's bytes, in its own types
             xs = file_inputs(model, 2)
