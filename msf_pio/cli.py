@@ -273,14 +273,22 @@ def cmd_run(args) -> int:
     import numpy as np
     from .codegen.generate import generate
     from .codegen.host import HostBuild
-    from .codegen.output import load_input, save_atomic
+    from .codegen.io import to_file
+    from .codegen.output import load_frames, load_input, save_atomic
     model, plan = _codegen_plan(args)
-    x, file_io = load_input(args.input, model)
+    frames = load_frames(args.input, model) if model.state_bytes() else None
+    if frames is None:
+        x, file_io = load_input(args.input, model)
     with progress.task("run: generating and compiling the C on the host", ticking=True):
         build = HostBuild(generate(model, plan))
         try:           # the file's own types and shapes in and out (msf_model_run_io), or int8
-            out = build.run_io(model, x) if file_io else build.run(x).output.reshape(
-                model.output_shape)
+            if frames is not None:          # a streaming model: frame after frame, in order
+                outs = build.run_frames(frames[0]).output
+                out = np.stack([to_file(model, y) if frames[1] else y.reshape(
+                    model.output_shape) for y in outs])
+            else:
+                out = build.run_io(model, x) if file_io else build.run(x).output.reshape(
+                    model.output_shape)
         finally:
             build.close()
     save_atomic(args.out, lambda f: np.save(f, out))
@@ -370,7 +378,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_solve_options(p)
     p.add_argument("--input", required=True, metavar="FILE.npy",
                    help="the input: as the model file takes it (its type and shape: the "
-                        "output is then the file's too), or int8 HWC, or float HWC (quantized)")
+                        "output is then the file's too), or int8 HWC, or float HWC (quantized);"
+                        " a streaming model's: frames along a first axis, run in order from "
+                        "its initial state (one output per frame)")
     p.add_argument("--out", required=True, metavar="FILE.npy",
                    help="the output: the file's type and shape, or int8 HWC")
     _add_calibration_options(p)

@@ -116,3 +116,17 @@ def test_export_writes_the_state_variables_tflm_runs(streaming, tmp_path):
         [(l.op, l.out_shape, l.state_rows, l.begin) for l in model.layers]
     for l in model.state_layers():
         assert np.array_equal(back.layers[l].state_init, model.layers[l].state_init)
+
+
+def test_run_takes_a_sequence_of_frames(streaming, tmp_path, capsys):
+    """`msf-pio run` on a streaming model: frames along a first axis, in the file's own type
+    and shape, run in order from the initial state; one output per frame."""
+    from msf_pio.cli import main
+    path, _, frames, theirs = streaming
+    np.save(tmp_path / "frames.npy", np.stack(frames))
+    assert main(["run", str(path), "--input", str(tmp_path / "frames.npy"),
+                 "--out", str(tmp_path / "out.npy")]) == 0
+    out = np.load(tmp_path / "out.npy")
+    assert out.shape == (FRAMES, 1, 4) and np.array_equal(out.reshape(FRAMES, -1),
+                                                          np.stack(theirs))
+    assert "wrote" in capsys.readouterr().out

@@ -68,6 +68,29 @@ def write_generated(sources: Sources, plan: Plan, directory: str | Path) -> list
     return paths
 
 
+def load_frames(path: str | Path, model: Model) -> tuple[np.ndarray, bool] | None:
+    """A streaming model's sequence of inputs from .npy (a leading axis of frames, each as
+    load_input takes one): the int8 HWC frames and whether they were the file's own type;
+    None if the array holds one input."""
+    from .io import from_file, io_of
+    try:
+        x = np.load(path, allow_pickle=False)
+    except (OSError, ValueError):
+        return None                      # load_input names the problem
+    io = io_of(model)[0]
+    frame = x.shape[1:]
+    if x.ndim < 2 or tuple(frame) in (tuple(io.dims), tuple(io.dims[1:])) and x.shape[0] == 1:
+        return None
+    if x.dtype == np.dtype(io.dtype) and tuple(frame) in (tuple(io.dims), tuple(io.dims[1:])):
+        return np.stack([from_file(model, f.reshape(io.dims)) for f in x]), True
+    if tuple(frame) == model.input_shape and x.dtype == np.int8:
+        return x, False
+    if tuple(frame) == model.input_shape and np.issubdtype(x.dtype, np.floating):
+        q = model.q_input
+        return np.clip(np.round(x / q.scale) + q.zero_point, -128, 127).astype(np.int8), False
+    return None
+
+
 def load_input(path: str | Path, model: Model) -> tuple[np.ndarray, bool]:
     """An input from .npy and whether it is the model file's own (its type and shape, for
     msf_model_run_io); else int8 HWC as is, float HWC quantized with the model's input scale."""
