@@ -30,7 +30,7 @@ FEATURES = (
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == (1, 1) else "conv"
-    if layer.op in ir.PIXEL_OPS or layer.op in ir.WHOLE_OPS:
+    if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     # max and average pools apart: an average divides per output (slow on some cores)
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MUL: "add",

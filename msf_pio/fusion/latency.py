@@ -53,6 +53,8 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
     counts = head_counts(model, end, last)
     if end < first:
         return counts
+    if layers[first].op in ir.WHOLE_OPS:    # one memcpy kernel call: the bytes it copies are
+        return add(counts, {"calls": 1})     # not priced (no calibrated copy coefficient)
     stream = _streamed(model, first, last)
     if end == first:                                  # a single spatial layer
         layer = layers[first]
