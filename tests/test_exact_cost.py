@@ -1,7 +1,9 @@
 """The exact cost model against independent counts: explicit loops over pixels, taps and tiles."""
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from msf_pio.fusion import blocks, geometry
 from msf_pio.fusion import exact_cost as ec
 from msf_pio.fusion.schemes.tiles import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
@@ -210,3 +212,29 @@ def test_blocks_never_cut_a_residual_inside(name):
     for e in build_graph(model, "exact").edges:
         for t in range(e.first + 1, e.last + 1):
             assert last_reader[t] <= e.last
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=10), data=st.data())
+def test_a_wider_window_answers_a_narrower_one(spec, data):
+    """geometry keeps a model's sweeps and schedules per block end, the widest window asked
+    answering every narrower one (a tensor's rows and columns depend only on the layers after
+    it): asked in any order, each equals its own window simulated afresh."""
+    model = spec_to_model(spec)
+    for end, layer in enumerate(model.layers):
+        if layer.op not in ir.SPATIAL_OPS:
+            continue
+        for lo in data.draw(st.permutations(range(blocks.lowest_first(model, end), end + 1))):
+            for axis in (0, 1):
+                oldest, fresh = {}, {}
+                assert geometry.demand_sweep(model, end, lo, axis, oldest) == \
+                    geometry._sweep(model, end, lo, axis, fresh) and oldest == fresh
+            for tile_rows in (1, 2):
+                kept = geometry.block_schedule(model, end, lo, tile_rows)
+                new = geometry._block_schedule(model, end, lo, tile_rows, None)
+                assert (kept.end, kept.lowest_first, kept.ring_cols, kept.layer_macs) == \
+                    (new.end, new.lowest_first, new.ring_cols, new.layer_macs)
+                for t in new.row_lo:
+                    assert kept.row_lo[t].tolist() == new.row_lo[t].tolist()
+                    assert kept.row_hi[t].tolist() == new.row_hi[t].tolist()
+                assert kept.row_lo.keys() == new.row_lo.keys()

@@ -42,6 +42,7 @@ class Cuts:
         self.model = model
         self._skip: dict[int, int] = {}
         self._top: dict[int, bool] = {}
+        self._shift: dict[tuple[int, int], bool] = {}
 
     def skip_bytes(self, first: int) -> int:
         if first not in self._skip:
@@ -50,10 +51,12 @@ class Cuts:
         return self._skip[first]
 
     def shift_possible(self, first: int, last: int) -> bool:
-        """reuse.possible, with the part that depends on `first` alone asked once."""
-        if first not in self._top:
-            self._top[first] = first > 0 and reuse.on_top(self.model, first)
-        return reuse.possible(self.model, first, last, self._top[first])
+        """reuse.possible, asked once per block (every scheme and tile height asks)."""
+        if (first, last) not in self._shift:
+            if first not in self._top:
+                self._top[first] = first > 0 and reuse.on_top(self.model, first)
+            self._shift[first, last] = reuse.possible(self.model, first, last, self._top[first])
+        return self._shift[first, last]
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Family:
     cuts: Cuts | None = field(default=None, repr=False)
     start: int = -1
     _cache: dict = field(default_factory=dict, repr=False)
+    _over: dict = field(default_factory=dict, repr=False)   # column_costs' in-place outputs
 
     def __post_init__(self):
         if self.cuts is None:
@@ -104,7 +108,7 @@ class Family:
         """The column rings and MACs of the H-cache blocks of `tile_rows` rows per tile."""
         s = self.schedule(tile_rows, first)
         return self.cached(("column costs", tile_rows),
-                           lambda lo: column_costs(self.model, s))
+                           lambda lo: column_costs(self.model, s, self._over))
 
     def firsts(self, alone: bool = True) -> list[int]:
         """Block starts, last layer first; `alone`: also the block of `end` alone with a head.
@@ -278,17 +282,24 @@ def block_edges(model: Model, fam: Family, first: int, scheme: str, tile_rows: i
     return out
 
 
-def column_costs(model: Model, s: BlockSchedule) -> Costs:
+def column_costs(model: Model, s: BlockSchedule, memo: dict | None = None) -> Costs:
     """The column ring of every tensor of the H-cache blocks of schedule `s` (tiles of any
     height). The output of a depthwise layer written over its input's ring (reuse.py) has none
     of its own (rows 0); that input ring then also holds the rows by which the output is
     delayed. Whether a depthwise output is written so depends on the block's start only in
-    that the depthwise layer must not be the block's first."""
+    that the depthwise layer must not be the block's first (`memo`, kept across the windows of
+    one family: the answer per tile height and tensor)."""
     lo, end = s.lowest_first, s.end
-    over = {t for t in range(lo + 2, end + 1)
-            if reuse.depthwise_in_place(model, t, t - 2, s.ring_cols) and
-            reuse.delay_filled(model.layers[t - 1], s.ring_cols[t - 1], s.row_lo[t - 1],
-                               s.row_hi[t - 1], s.row_lo[t], s.row_hi[t])}
+    memo = {} if memo is None else memo
+
+    def written_over(t: int) -> bool:
+        if (s.tile_rows, t) not in memo:
+            memo[s.tile_rows, t] = reuse.depthwise_in_place(model, t, t - 2, s.ring_cols) and \
+                reuse.delay_filled(model.layers[t - 1], s.ring_cols[t - 1], s.row_lo[t - 1],
+                                   s.row_hi[t - 1], s.row_lo[t], s.row_hi[t])
+        return memo[s.tile_rows, t]
+
+    over = {t for t in range(lo + 2, end + 1) if written_over(t)}
 
     def ring(t: int) -> dict:
         rows = reuse.delayed_rows(model.layers[t], s.row_lo[t], s.row_hi[t],

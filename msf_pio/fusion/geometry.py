@@ -8,6 +8,7 @@ walker (blocks.py), the latency counts and the code generator build on it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -16,10 +17,22 @@ from ..model.ir import Layer, Model
 
 
 # -- per-layer geometry -------------------------------------------------------------------
+@lru_cache(maxsize=4096)
 def valid_taps(out_len: int, in_len: int, kernel: int, stride: int, pad: int) -> np.ndarray:
-    """Number of kernel taps that fall inside the input, for every output position of one axis."""
+    """Number of kernel taps that fall inside the input, for every output position of one axis
+    (read-only: kept for every layer of the same geometry, the graph asks for them per block)."""
     start = np.arange(out_len) * stride - pad
-    return np.minimum(start + kernel, in_len) - np.maximum(start, 0)
+    taps = np.minimum(start + kernel, in_len) - np.maximum(start, 0)
+    taps.setflags(write=False)
+    return taps
+
+
+@lru_cache(maxsize=4096)
+def _prefix(out_len: int, in_len: int, kernel: int, stride: int, pad: int) -> np.ndarray:
+    """Valid taps of positions 0..i-1, for every i in 0..out_len (read-only)."""
+    out = np.concatenate([[0], np.cumsum(valid_taps(out_len, in_len, kernel, stride, pad))])
+    out.setflags(write=False)
+    return out
 
 
 def tap_macs(layer: Layer) -> int:
@@ -42,6 +55,11 @@ def layer_macs(layer: Layer) -> int:
 
 def _axis_taps(layer: Layer, axis: int) -> np.ndarray:
     return valid_taps(layer.out_shape[axis], layer.in_shape[axis], *layer.window(axis))
+
+
+def tap_prefix(layer: Layer, axis: int) -> np.ndarray:
+    """Valid kernel rows (axis 0) or columns (1) of the output positions before each one."""
+    return _prefix(layer.out_shape[axis], layer.in_shape[axis], *layer.window(axis))
 
 
 def row_taps(layer: Layer) -> np.ndarray:
@@ -99,7 +117,20 @@ def tile_starts(height: int, tile_rows: int) -> tuple[np.ndarray, np.ndarray]:
 def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1,
                    sweep: tuple[dict, dict] | None = None) -> BlockSchedule:
     """The H-cache schedule with tiles of `tile_rows` rows; `sweep`: the column sweep of the
-    same block if already simulated (it does not depend on the tiles)."""
+    same block if already simulated (it does not depend on the tiles). Kept per model (_kept)."""
+    key = ("schedule", end, tile_rows)
+    kept = _kept(model).get(key)
+    if kept is None or kept.lowest_first > lowest_first:
+        kept = _kept(model)[key] = _block_schedule(model, end, lowest_first, tile_rows, sweep)
+    if kept.lowest_first == lowest_first:
+        return kept
+    lo = lowest_first
+    return BlockSchedule(end, lo, tile_rows, _from(kept.row_lo, lo), _from(kept.row_hi, lo),
+                         _from(kept.ring_cols, lo + 1), _from(kept.layer_macs, lo))
+
+
+def _block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int,
+                    sweep: tuple[dict, dict] | None) -> BlockSchedule:
     layers = model.layers
     spans, cols = sweep or column_sweep(model, end, lowest_first)
     lo, hi = {}, {}
@@ -109,9 +140,10 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
         layer = layers[l]
         a, b = lo[l + 1], hi[l + 1]
         if layer.has_window:
-            taps = np.concatenate([[0], np.cumsum(row_taps(layer))])
+            taps = tap_prefix(layer, 0)
             n_row_taps = int((taps[b] - taps[a]).sum())
-            macs[l] = n_row_taps * int(col_taps(layer)[:cols[l + 1] + 1].sum()) \
+            macs[l] = n_row_taps * int(tap_prefix(layer, 1)[min(cols[l + 1] + 1,
+                                                               layer.out_shape[1])]) \
                 * tap_macs(layer)
             h = layer.in_shape[0]
             need = [(np.maximum(a * layer.stride_h - layer.pad_top, 0),
@@ -130,8 +162,50 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
     return BlockSchedule(end, lowest_first, tile_rows, lo, hi, spans, macs)
 
 
+def _kept(model: Model) -> dict:
+    """What this module keeps of a model (its sweeps and schedules, by block end): a block's
+    tensors and layers get the same values from any window that holds them (a tensor's rows and
+    columns depend only on the layers after it), so the widest window asked so far answers
+    every narrower one. Kept beside the model's layer list, dropped when the list changes."""
+    kept = model.__dict__.get("_geometry_kept")
+    if kept is None or kept[0] is not model.layers or kept[1] != len(model.layers):
+        kept = (model.layers, len(model.layers), {})
+        model.__dict__["_geometry_kept"] = kept
+    return kept[2]
+
+
+def _from(values: dict, lo: int) -> dict:
+    """The entries of keys >= lo (a narrower window's)."""
+    return {k: v for k, v in values.items() if k >= lo}
+
+
+def _read_ranges(layer: Layer, n: int, in_len: int, axis: int) -> tuple[list, list]:
+    """input_range of output positions 0..n-1 of `layer`, as two lists (first, last)."""
+    i = np.arange(n)
+    if layer.op in ir.BINARY_OPS:
+        return i.tolist(), i.tolist()
+    kernel, stride, pad = layer.window(axis)
+    start = i * stride - pad
+    return np.maximum(start, 0).tolist(), np.minimum(start + kernel - 1, in_len - 1).tolist()
+
+
 def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
                  oldest: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
+    """_sweep, kept per model (_kept): the widest window simulated answers narrower ones."""
+    key = ("sweep", end, axis, oldest is not None)
+    kept = _kept(model).get(key)
+    if kept is None or kept[0] > lowest_first:
+        first = {} if oldest is not None else None
+        kept = _kept(model)[key] = (lowest_first, *_sweep(model, end, lowest_first, axis, first),
+                                    first)
+    lo = lowest_first
+    if oldest is not None:
+        oldest.update({t: list(v) for t, v in kept[3].items() if t >= lo})
+    return _from(kept[1], lo + 1), {**_from(kept[2], lo), lo: -1}   # the input: not made
+
+
+def _sweep(model: Model, end: int, lowest_first: int, axis: int,
+           oldest: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
     """Simulate the demand-driven sweep of a block along one axis (0: the rows of the line
     buffer, 1: the columns of one H-cache tile): the block's last layer produces its output
     positions in order, and every layer computes an input position when a consumer first reads
@@ -139,45 +213,51 @@ def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
     to the newest produced: its ring) and the last position of every tensor ever produced (a
     window with stride > kernel leaves the last ones unread, so nobody computes them).
     `oldest`, if given, receives for every tensor lowest_first..end the first position any
-    consumer still reads as the last layer writes each of its positions (the extent: none)."""
-    layers = model.layers
-    consumers: dict[int, list[int]] = {}
-    for l in range(lowest_first, end + 1):
+    consumer still reads as the last layer writes each of its positions (the extent: none).
+    Every layer's reads are tabulated first (input_range of each output position): the
+    simulation only looks them up, in lists indexed by layer and tensor."""
+    layers, lo = model.layers, lowest_first
+    extent = [model.tensor_shape(t)[axis] for t in range(lo, end + 2)]   # tensor t at t - lo
+    n_out = [layers[l].out_shape[axis] for l in range(lo, end + 1)]      # layer l at l - lo
+    needs: list[list[tuple[int, list]]] = []     # layer -> (tensor, last position read)
+    consumers: list[list[tuple[int, int, list]]] = [[] for _ in extent]
+    for l in range(lo, end + 1):
+        own = []
         for t in model.inputs(l):
-            consumers.setdefault(t, []).append(l)
-    produced = {t: -1 for t in range(lowest_first, end + 2)}
-    next_pos = {l: 0 for l in range(lowest_first, end + 1)}
-    span = {t: 1 for t in range(lowest_first + 1, end + 2)}
+            if t < lo:
+                continue
+            a, b = _read_ranges(layers[l], n_out[l - lo], extent[t - lo], axis)
+            consumers[t - lo].append((l - lo, n_out[l - lo], a))
+            if t > lo:                        # made before the block: whole, read in place
+                own.append((t - lo, b))
+        needs.append(own)
+    produced = [-1] * len(extent)
+    next_pos = [0] * len(n_out)
+    span = [1] * len(extent)
 
-    def extent(t: int) -> int:
-        return model.tensor_shape(t)[axis]
-
-    def reads(l: int, i: int, t: int) -> tuple[int, int]:
-        return input_range(layers[l], i, extent(t), axis)
-
-    def compute(l: int, i: int) -> None:
-        for t in model.inputs(l):
-            if t <= lowest_first:
-                continue                      # made before the block: whole, read in place
-            need = reads(l, i, t)[1]
+    def compute(k: int, i: int) -> None:      # layer lo + k computes position i
+        for t, last_read in needs[k]:
+            need = last_read[i]
             while produced[t] < need:
                 compute(t - 1, produced[t] + 1)
-        out = l + 1
-        if oldest is not None and l == end:
-            for t in range(lowest_first, end + 1):
-                oldest.setdefault(t, []).append(min(
-                    (reads(c, next_pos[c], t)[0] for c in consumers.get(t, ())
-                     if next_pos[c] < layers[c].out_shape[axis]), default=extent(t)))
+        if oldest is not None and k == len(n_out) - 1:
+            for t in range(len(extent) - 1):
+                oldest.setdefault(t + lo, []).append(min(
+                    (a[next_pos[c]] for c, n, a in consumers[t] if next_pos[c] < n),
+                    default=extent[t]))
+        out = k + 1
         produced[out] = i
-        next_pos[l] = i + 1
-        if out <= end:                        # consumers that are done read nothing more
-            kept = min((reads(c, next_pos[c], out)[0] for c in consumers[out]
-                        if next_pos[c] < layers[c].out_shape[axis]), default=i)
-            span[out] = max(span[out], i - kept + 1)
+        next_pos[k] = i + 1
+        if out < len(n_out):                  # consumers that are done read nothing more
+            kept = min((a[next_pos[c]] for c, n, a in consumers[out] if next_pos[c] < n),
+                       default=i)
+            if i - kept + 1 > span[out]:
+                span[out] = i - kept + 1
 
-    for i in range(layers[end].out_shape[axis]):
-        compute(end, i)
-    return span, produced
+    for i in range(n_out[-1]):
+        compute(len(n_out) - 1, i)
+    return ({t + lo: span[t] for t in range(1, len(extent))},
+            {t + lo: produced[t] for t in range(len(extent))})
 
 
 def column_sweep(model: Model, end: int, lowest_first: int) -> tuple[dict, dict]:

@@ -8,10 +8,12 @@ which calls its executor makes of which layers; this module turns a layer's call
 """
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ..model import ir
-from .geometry import col_taps, row_taps
+from .geometry import valid_taps
 
 GATHER = 512                               # MSF_CONV_GATHER: window elements a DSP conv gathers
 
@@ -46,19 +48,34 @@ def window_work(layer, cls: str, macs: int, whole_input: bool, dsp: bool) -> dic
     per valid kernel row of a whole tensor, or per valid tap of a column ring. Runs are counted
     once per output channel. The MACs split over the pixels as the whole layer's do (exact for a
     layer computed once; an H-cache's recomputed rows are taken alike)."""
-    kw, cin = layer.kernel_w, layer.cin
-    rows, cols = row_taps(layer), col_taps(layer)      # valid kernel rows / columns per pixel
-    unit = macs / (rows.sum() * cols.sum())            # MACs per (valid row, valid column)
-    size = rows * kw * cin
+    taps, rows_in, cols_in, runs = _window_sums(layer.out_shape, layer.in_shape, layer.kernel,
+                                                layer.stride, layer.pad, cls == "conv", dsp)
+    unit = macs / taps                                 # MACs per (valid row, valid column)
+    gathered = unit * rows_in * cols_in
+    counts = {f"{cls}.taps": round(gathered / layer.cout)}
+    if cls == "conv":
+        counts["conv.runs"] = round(unit / layer.cin * runs[1 if whole_input else 0])
+    return counts
+
+
+@lru_cache(maxsize=4096)
+def _window_sums(out_shape, in_shape, kernel, stride, pad, runs: bool, dsp: bool) -> tuple:
+    """What window_work needs of a layer's geometry, as integers: valid (row, column) taps of
+    all pixels, the valid rows and columns of the gathered pixels, and the runs per valid
+    (row, column) reading a whole tensor and column rings (indexed by whole_input)."""
+    kh, kw = kernel
+    rows = valid_taps(out_shape[0], in_shape[0], kh, stride[0], pad[0])
+    cols = valid_taps(out_shape[1], in_shape[1], kw, stride[1], pad[1])
+    size = rows * kw * in_shape[2]
     row_in = (size >= 4) & (size <= GATHER) if dsp else np.zeros(len(rows), bool)
     col_in = cols == kw
-    gathered = unit * rows[row_in].sum() * cols[col_in].sum()
-    counts = {f"{cls}.taps": round(gathered / layer.cout)}
-    if cls == "conv":                     # (a pointwise pixel's taps are one run: its outputs)
-        per_row = np.ones_like(cols) if whole_input else cols     # runs per valid kernel row
-        runs = rows.sum() * per_row.sum() - rows[row_in].sum() * per_row[col_in].sum()
-        counts["conv.runs"] = round(unit / cin * runs)
-    return counts
+    per_run = (0, 0)
+    if runs:                              # (a pointwise pixel's taps are one run: its outputs)
+        per_run = tuple(int(rows.sum() * per_row.sum() - rows[row_in].sum() *
+                            per_row[col_in].sum())    # runs per valid kernel row
+                        for per_row in (cols, np.ones_like(cols)))
+    return (int(rows.sum() * cols.sum()), int(rows[row_in].sum()), int(cols[col_in].sum()),
+            per_run)
 
 
 def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int,

@@ -60,8 +60,8 @@ def possible(model: Model, first: int, last: int, top: bool | None = None) -> bo
     if arena_tensor_bytes(model, first) == 0 or model.is_output(out) or \
             arena_tensor_bytes(model, out) == 0 or writes_in_place(model, first, last):
         return False
-    if any(model.broadcasts(l) and model.layers[l].skip == first
-           for l in range(first, last + 1)):
+    if any(first <= l <= last and model.broadcasts(l) and model.layers[l].skip == first
+           for l in model.readers().get(first, ())):
         return False        # a per-channel product's vector is read for every output pixel
     if model.last_reader().get(first, -1) > last:
         return False
@@ -109,9 +109,18 @@ def delay_filled(layer: Layer, cols: int, lo: np.ndarray, hi: np.ndarray, out_lo
     slots only, and a byte no tile writes would be counted but never used (the plan would
     promise more RAM than it touches)."""
     start = _delay_start(layer, lo, out_lo)
-    written = np.zeros((cols, delayed_rows(layer, lo, hi, out_lo)), dtype=bool)
+    rows = delayed_rows(layer, lo, hi, out_lo)
+    # every slot holds the rows a tile reads (per tile: a - s0 .. b - s0): a difference array
+    cover = np.zeros(rows + 1, dtype=np.int64)
+    np.add.at(cover, lo - start, 1)
+    np.add.at(cover, hi - start, -1)
+    written = np.cumsum(cover[:-1]) > 0
+    if written.all():
+        return True
     slots = (np.arange(layer.out_shape[1]) * layer.stride_w - layer.pad_left) % cols
-    for a, b, r0, r1, s0 in zip(lo, hi, out_lo, out_hi, start):
-        written[:, a - s0:b - s0] = True
-        written[np.ix_(slots, np.arange(r0, r1) * layer.stride_h - layer.pad_top - s0)] = True
+    if len(np.unique(slots)) < cols:      # a slot the output never lands in: those rows unwritten
+        return False
+    n = out_hi - out_lo                   # the output rows of every tile, where they land
+    r = np.repeat(out_lo, n) + np.arange(int(n.sum())) - np.repeat(np.cumsum(n) - n, n)
+    written[r * layer.stride_h - layer.pad_top - np.repeat(start, n)] = True
     return bool(written.all())
