@@ -97,6 +97,27 @@ def test_min_latency_is_the_least_predicted_time_within_the_limit(board):
             assert fast.predicted_instructions <= other.predicted_instructions
 
 
+@pytest.mark.parametrize("apart", [-1e-9, 0.0, 1e-9])
+def test_min_latency_ties_do_not_depend_on_rounding(monkeypatch, apart):
+    """Two layers unfused against the same layers fused, predicted equally fast but for a
+    float rounding either way (0.1 + 0.2 is not 0.3 in floats): equal times, so the tie rule,
+    the least peak RAM, picks the fused block whichever way the rounding falls (summed as
+    floats, the unfused pair would win at +1e-9)."""
+    model = spec_to_model({"name": "two", "input": {"shape": [8, 8, 4]},
+                           "weights": {"random": 1},
+                           "layers": [{"op": "pointwise", "out": 16},
+                                      {"op": "pointwise", "out": 4}]})
+    graph = build_graph(model)
+    first, second = graph.single_edge(0), graph.single_edge(1)
+    fused = [e for e in graph.edges if e.fused]
+    assert fused and min(e.ram for e in fused) < max(first.ram, second.ram)
+    assert 0.1 + 0.2 != 0.3
+    monkeypatch.setattr(solvers, "edge_cycles", lambda g, board: [
+        0.1 if e is first else 0.2 if e is second else 0.3 + apart for e in g.edges])
+    plan = solvers.solve(graph, "min_latency", ram_limit=math.inf, board="qemu_f767zi")
+    assert len(plan.blocks) == 1 and plan.peak_ram == min(e.ram for e in fused)
+
+
 def test_min_latency_needs_a_board():
     graph = build_graph(load_model("tiny"))
     with pytest.raises(Exception, match="board"):

@@ -183,9 +183,14 @@ def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) 
 def edges_instructions(model: Model, edges: list[Edge], coefficients: dict[str, float],
                        step=None) -> np.ndarray:
     """edge_instructions of every edge (count_table: the blocks of a family share their
-    layers' counts); `step` advances by edge."""
+    layers' counts); `step` advances by edge. Summed feature by feature, so an edge's value
+    does not depend on its row (a matrix product may add a row's terms in another order)."""
     table = count_table(model, edges, getattr(coefficients, "dsp", False), step)
-    return table @ np.array([coefficients.get(f, 0.0) for f in FEATURES])
+    out = np.zeros(len(edges))
+    for k, f in enumerate(FEATURES):
+        if coefficients.get(f, 0.0):
+            out += table[:, k] * coefficients[f]
+    return out
 
 
 def plan_instructions(model: Model, blocks: list[Edge], coefficients: dict[str, float]) -> int:

@@ -182,12 +182,24 @@ def edge_cycles(graph: FusionGraph, board: str) -> np.ndarray:
                                           step)
 
 
+COST_UNIT = 2.0 ** -16    # min_latency's unit of predicted cycles
+
+
+def cost_units(cycles) -> np.ndarray:
+    """Predicted cycles per edge as integers of COST_UNIT: a path's sum is then exact, whatever
+    the order of its terms, and equal costs are equal (floats would let two paths a rounding
+    apart go either way and skip the tie rule, least peak RAM). Rounding moves a path's cost by
+    at most one unit per edge: nothing against the model's accuracy."""
+    return np.rint(np.asarray(cycles, dtype=np.float64) / COST_UNIT).astype(np.int64)
+
+
 def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
-    """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit."""
+    """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit;
+    among plans of equal time (cost_units) the least peak RAM."""
     if board is None:
         raise MsfError("the min_latency objective needs a board (--board)")
     graph = graph.covering(ram_cap(graph, "min_latency", ram_limit))
-    cost = np.array(edge_cycles(graph, board), dtype=np.float64)
+    cost = cost_units(edge_cycles(graph, board))
     return _plan(graph, min_mac_path(graph, ram_limit, cost), "min_latency", ram_limit=ram_limit)
 
 
