@@ -8,15 +8,22 @@ a 300-layer chain (75 blocks) <= 10 s; time grows near-linearly with depth (the 
 to the chains' CPU times <= 1.3).
 
 Run: python benchmarks/planner_speed.py [--models all|NAME,...] [--chains 10,20,...]
-     [--save DIR] [--timeout S]
+     [--save DIR] [--timeout S] [--pio BOARD]
 `--save DIR` keeps every plan's JSON; benchmarks/plan_diff.py compares two such folders (the
 same plans before and after a change to the planner).
+`--pio BOARD` times instead the generation step of a PlatformIO build (target <= 3 s per zoo
+model): per model and objective a copy of the demo project, `pio run -e BOARD -t idedata`
+(PlatformIO configures the env and its libraries, so msf-pio's library script quantizes, plans
+and generates, and compiles nothing), and the build log's "generated in W s (C s CPU)": wall
+and CPU seconds of the whole step (quantizing, planning for the board's RAM, C, reference
+output), the budget the board leaves (custom_msf_ram_limit = auto).
 """
 from __future__ import annotations
 
 import argparse
 import math
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -124,6 +131,46 @@ def chains_section(blocks: list[int], timeout: float) -> None:
         print(f"fitted exponent (CPU time ~ blocks^k): k = {slope:.2f} (target <= 1.3)")
 
 
+PIO_OBJECTIVES = ("min_ram", "min_latency")
+GENERATED = re.compile(r"msf-pio: \S+ (\S+) .*generated in ([\d.]+) s \(([\d.]+) s CPU\)")
+
+
+def pio_section(names: list[str], board: str) -> None:
+    from msf_pio.pio import bootstrap
+    from msf_pio.pio.project import make_project, pio
+    core = bootstrap.core_dir()
+    bootstrap.install_tool_scons(core, log=lambda _m: None)
+    print(f"generation inside `pio run -e {board}` (-t idedata), seconds CPU (wall), the "
+          "board's budget")
+    print(f"{'model':20s} " + " ".join(f"{o:>24s}" for o in PIO_OBJECTIVES))
+    worst = 0.0
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            if name.startswith("chain:"):
+                path = Path(tmp) / f"chain{name[6:]}.yaml"
+                path.write_text(chain_spec(int(name[6:])))
+                name = str(path)
+            stem = Path(name).stem if name.endswith((".yaml", ".yml", ".onnx", ".tflite")) \
+                else name
+            cells = []
+            for objective in PIO_OBJECTIVES:
+                project = make_project(Path(tmp) / f"{stem}-{objective}", model=name,
+                                       objective=objective)
+                code, out = pio(core, project, "run", "-e", board, "-t", "idedata")
+                found = GENERATED.search(out)
+                if not found:
+                    error = [l for l in out.splitlines() if "error" in l.lower()]
+                    print(f"  {stem} {objective}: exit {code}: "
+                          f"{error[0] if error else out.strip()[-300:]}")
+                    cells.append(f"{'failed':>24s}")
+                    continue
+                label, wall, cpu = found.group(1), float(found.group(2)), float(found.group(3))
+                worst = max(worst, cpu)
+                cells.append(f"{label[:10]:>10s} {cpu:5.2f} ({wall:5.2f})")
+            print(f"{stem:20s} " + " ".join(cells), flush=True)
+    print(f"worst: {worst:.2f} s CPU (target <= 3 s, ratio {worst / 3:.2f})")
+
+
 def main(argv=None) -> None:
     from msf_pio.model.zoo import zoo_names
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -134,9 +181,14 @@ def main(argv=None) -> None:
                     help="chain lengths in blocks, comma separated ('' for none)")
     ap.add_argument("--save", type=Path, help="keep every plan's JSON in this folder")
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process")
+    ap.add_argument("--pio", metavar="BOARD",
+                    help="time the generation step of `pio run -e BOARD` per model instead")
     args = ap.parse_args(argv)
     names = zoo_names() if args.models == "all" else \
         [] if args.models == "none" else args.models.split(",")
+    if args.pio:
+        pio_section(names, args.pio)
+        return
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
     if names:

@@ -424,9 +424,10 @@ def _write_if_changed(path: Path, text: str) -> None:
     save_atomic(path, lambda f: f.write(data))
 
 
-def describe(summary: dict, regenerated: bool, seconds: float) -> str:
+def describe(summary: dict, regenerated: bool, seconds: float, cpu: float | None = None) -> str:
     blocks = " ".join(f"[{a}-{b} {scheme}]" for a, b, scheme in summary["blocks"]) or "none"
-    what = f"generated in {seconds:.2f} s" if regenerated else \
+    cpu_text = "" if cpu is None else f" ({cpu:.2f} s CPU)"     # steadier on a busy machine
+    what = f"generated in {seconds:.2f} s{cpu_text}" if regenerated else \
         f"model and options unchanged, nothing regenerated ({seconds:.2f} s)"
     return (f"msf-pio: {summary['model']} {summary['plan']} ({summary['cost_model']}): "
             f"predicted peak RAM {summary['peak_ram_bytes']} B (arena), "
@@ -471,7 +472,7 @@ def configure(env, lib_builder=None) -> None:
     are compiled when PlatformIO builds the library, by that builder, with its flags."""
     from SCons.Script import DefaultEnvironment  # pylint: disable=import-error
     program = DefaultEnvironment()
-    start = time.perf_counter()
+    start, cpu_start = time.perf_counter(), time.process_time()
     progress.configure("lines", sys.stdout)     # the build log: plain periodic lines
     board = env.BoardConfig()
     project_dir = Path(env.subst("$PROJECT_DIR"))
@@ -498,7 +499,8 @@ def configure(env, lib_builder=None) -> None:
                 options, Path(env.subst("$BUILD_DIR")), facts, f_cpu)
             program["MSF_GENERATED"], program["MSF_PROFILE"] = root, options.profile
             link_stack(facts, summary.get("predicted_stack_bytes"))
-            print(describe(summary, regenerated, time.perf_counter() - start))
+            print(describe(summary, regenerated, time.perf_counter() - start,
+                           time.process_time() - cpu_start))
     except MsfError as exc:
         print(f"msf-pio: error: {one_line(exc)}")
         env.Exit(1)
