@@ -8,7 +8,7 @@ a 300-layer chain (75 blocks) <= 10 s; time grows near-linearly with depth (the 
 to the chains' CPU times <= 1.3).
 
 Run: python benchmarks/planner_speed.py [--models all|NAME,...] [--chains 10,20,...]
-     [--save DIR] [--timeout S] [--pio BOARD]
+     [--save DIR] [--timeout S] [--pio BOARD [--flash BYTES]]
 `--save DIR` keeps every plan's JSON; benchmarks/plan_diff.py compares two such folders (the
 same plans before and after a change to the planner).
 `--pio BOARD` times instead the generation step of a PlatformIO build (target <= 3 s per zoo
@@ -135,7 +135,7 @@ PIO_OBJECTIVES = ("min_ram", "min_latency")
 GENERATED = re.compile(r"msf-pio: \S+ (\S+) .*generated in ([\d.]+) s \(([\d.]+) s CPU\)")
 
 
-def pio_section(names: list[str], board: str) -> None:
+def pio_section(names: list[str], board: str, flash: int | None = None) -> None:
     from msf_pio.pio import bootstrap
     from msf_pio.pio.project import make_project, pio
     core = bootstrap.core_dir()
@@ -156,6 +156,11 @@ def pio_section(names: list[str], board: str) -> None:
             for objective in PIO_OBJECTIVES:
                 project = make_project(Path(tmp) / f"{stem}-{objective}", model=name,
                                        objective=objective)
+                if flash:        # as a user would widen it (benchmarks/zoo_boards.py --flash)
+                    ini = project / "platformio.ini"
+                    ini.write_text(ini.read_text().replace(
+                        f"board = {board}\n",
+                        f"board = {board}\nboard_upload.maximum_size = {flash}\n", 1))
                 code, out = pio(core, project, "run", "-e", board, "-t", "idedata")
                 found = GENERATED.search(out)
                 if not found:
@@ -183,11 +188,14 @@ def main(argv=None) -> None:
     ap.add_argument("--timeout", type=float, default=600, help="seconds per process")
     ap.add_argument("--pio", metavar="BOARD",
                     help="time the generation step of `pio run -e BOARD` per model instead")
+    ap.add_argument("--flash", type=int, metavar="BYTES",
+                    help="with --pio: the emulated board's flash (4194304 holds "
+                    "mbv2-w1.0-r224's weights on qemu_f767zi)")
     args = ap.parse_args(argv)
     names = zoo_names() if args.models == "all" else \
         [] if args.models == "none" else args.models.split(",")
     if args.pio:
-        pio_section(names, args.pio)
+        pio_section(names, args.pio, args.flash)
         return
     if args.save:
         args.save.mkdir(parents=True, exist_ok=True)
