@@ -24,6 +24,7 @@ so cycles = instructions) and stored in latency_profiles.json beside this file.
 from __future__ import annotations
 
 import json
+from fractions import Fraction
 from functools import lru_cache
 from pathlib import Path
 
@@ -190,6 +191,23 @@ def edges_instructions(model: Model, edges: list[Edge], coefficients: dict[str, 
     for k, f in enumerate(FEATURES):
         if coefficients.get(f, 0.0):
             out += table[:, k] * coefficients[f]
+    return out
+
+
+def edges_exact(model: Model, edges: list[Edge], coefficients: dict[str, float],
+                step=None) -> np.ndarray:
+    """edge_instructions of every edge exactly, as integers of one unit (an object array of
+    Python integers): a float coefficient is a binary fraction, so scaled by the largest
+    denominator every coefficient is an integer, and so is every edge's and path's sum. Equal
+    costs then compare equal whatever the order of their terms (floats would let two plans of
+    the same counts go either way and skip the solver's tie rule)."""
+    table = count_table(model, edges, getattr(coefficients, "dsp", False), step)
+    ratios = {k: Fraction(coefficients[f]) for k, f in enumerate(FEATURES)
+              if coefficients.get(f, 0.0)}
+    unit = max((r.denominator for r in ratios.values()), default=1)
+    out = np.zeros(len(edges), dtype=object)
+    for k, r in ratios.items():
+        out += table[:, k].astype(object) * int(r * unit)
     return out
 
 

@@ -27,7 +27,7 @@ def _least_cost(graph: FusionGraph, ram_limit: float, cost: np.ndarray | None = 
     in the graph's order. Returns the least cost at the output (None if unreachable), and with
     `parents` the edge entering every node on its best path."""
     cost = graph.macs if cost is None else cost
-    inf = np.inf if cost.dtype.kind == "f" else _INF
+    inf = _INF if cost.dtype.kind in "iu" else np.inf     # floats, Python integers: inf
     best = np.full(graph.n_nodes, inf, dtype=cost.dtype)
     peak = np.zeros(graph.n_nodes, dtype=np.int64)
     parent = np.full(graph.n_nodes, -1, dtype=np.int64)
@@ -182,24 +182,20 @@ def edge_cycles(graph: FusionGraph, board: str) -> np.ndarray:
                                           step)
 
 
-COST_UNIT = 2.0 ** -16    # min_latency's unit of predicted cycles
-
-
-def cost_units(cycles) -> np.ndarray:
-    """Predicted cycles per edge as integers of COST_UNIT: a path's sum is then exact, whatever
-    the order of its terms, and equal costs are equal (floats would let two paths a rounding
-    apart go either way and skip the tie rule, least peak RAM). Rounding moves a path's cost by
-    at most one unit per edge: nothing against the model's accuracy."""
-    return np.rint(np.asarray(cycles, dtype=np.float64) / COST_UNIT).astype(np.int64)
+def exact_cycles(graph: FusionGraph, board: str) -> np.ndarray:
+    """edge_cycles exactly, in one unit for every edge (latency.edges_exact: Python integers)."""
+    from . import latency
+    with progress.task(f"predicting {board} cycles of edges", total=len(graph.edges)) as step:
+        return latency.edges_exact(graph.model, graph.edges, latency.profile(board), step)
 
 
 def min_latency(graph: FusionGraph, ram_limit: float, board: str | None) -> Plan:
     """Least predicted time (latency.py's profile of `board`) with peak RAM <= ram_limit;
-    among plans of equal time (cost_units) the least peak RAM."""
+    among plans of equal time (exactly: exact_cycles) the least peak RAM."""
     if board is None:
         raise MsfError("the min_latency objective needs a board (--board)")
     graph = graph.covering(ram_cap(graph, "min_latency", ram_limit))
-    cost = cost_units(edge_cycles(graph, board))
+    cost = exact_cycles(graph, board)
     return _plan(graph, min_mac_path(graph, ram_limit, cost), "min_latency", ram_limit=ram_limit)
 
 
