@@ -99,6 +99,46 @@ def rounded_average(total, count) -> np.ndarray:
     return np.where(total > 0, (total + half) // count, -((half - total) // count))
 
 
+# -- upsampling geometry ------------------------------------------------------------------
+def nearest_index(in_len: int, out_len: int, align_corners: bool = False,
+                  half_pixel: bool = False) -> np.ndarray:
+    """The input position of every output position of a nearest-neighbour resize along one
+    axis, in TFLite's float32 arithmetic (GetNearestNeighbor: floor, or round half away from
+    zero with align_corners, of (i + 0.5 with half_pixel) x in / out, clipped to the input)."""
+    one = np.float32
+    if align_corners and out_len > 1:
+        scale = one(in_len - 1) / one(out_len - 1)
+    else:
+        scale = one(in_len) / one(out_len)
+    pos = (np.arange(out_len, dtype=np.float32) + one(0.5 if half_pixel else 0.0)) * scale
+    pos = pos.astype(np.float32)
+    index = np.floor(pos)
+    if align_corners:                  # std::round of a position >= 0: half away from zero
+        index = index + (pos - index >= one(0.5))
+    index = np.minimum(index.astype(np.int64), in_len - 1)
+    return np.maximum(index, 0) if half_pixel else index
+
+
+def transposed_scatter(x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
+                       pad: tuple[int, int], out_hw: tuple[int, int]) -> np.ndarray:
+    """sum over taps of x (N, H, W, C_in) times OHWI weights w, input pixel (i, j) tap (ky, kx)
+    added to output pixel (i sh - pad_top + ky, j sw - pad_left + kx) within out_hw: a
+    transposed convolution's sums without bias, in x's dtype (float64 sums of int8 products
+    stay exact far beyond a layer's size)."""
+    n, h, wd, _ = x.shape
+    cout, kh, kw, _ = w.shape
+    (sh, sw), (top, left), (oh, ow) = stride, pad, out_hw
+    full = np.zeros((n, (h - 1) * sh + kh, (wd - 1) * sw + kw, cout), x.dtype)
+    for ky in range(kh):
+        for kx in range(kw):
+            full[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw] += \
+                x @ w[:, ky, kx, :].T.astype(x.dtype)
+    out = np.zeros((n, oh, ow, cout), x.dtype)
+    rows, cols = min(oh, full.shape[1] - top), min(ow, full.shape[2] - left)
+    out[:, :rows, :cols] = full[:, top:top + rows, left:left + cols]
+    return out
+
+
 # -- per-layer requantization parameters --------------------------------------------------
 @dataclass(frozen=True)
 class ChannelRequant:
@@ -117,7 +157,8 @@ class ChannelRequant:
 
 
 def accumulator_bound(layer: Layer, input_offset: int) -> np.ndarray:
-    """Largest |accumulator| of each output channel of a conv2d / depthwise / dense layer over
+    """Largest |accumulator| of each output channel of a conv2d / depthwise / dense / transposed
+    conv layer over
     every int8 input: |bias| + max |x + input_offset| * sum |w| (padding taps add nothing)."""
     w = np.abs(layer.weights.w.astype(np.int64))
     per_channel = w.reshape(w.shape[0], -1).sum(axis=1) if layer.op != ir.DEPTHWISE \
@@ -297,7 +338,7 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
     if q_in is None or q_out is None:
         raise ValueError(f"layer {index} ({layer.name}): model is not quantized")
     act_min, act_max = activation_range(layer.act, q_out)
-    if layer.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE):
+    if layer.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE, ir.TRANSPOSE_CONV):
         if layer.weights is None:
             raise ValueError(f"layer {index} ({layer.name}): no weights")
         real = f32(q_in.scale) * f32(layer.weights.scales) / f32(q_out.scale)
@@ -355,9 +396,9 @@ def requantization(model: Model, index: int) -> (ChannelRequant | AddRequant | M
                              f"its inputs and output quantized alike, got {q_in}, "
                              f"{model.tensor_q(layer.skip)} -> {q_out}")
         return PoolRequant(act_min, act_max)
-    if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL):
+    if layer.op in (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL, ir.RESIZE_NEAREST):
         if q_out != q_in:
-            raise ValueError(f"layer {index} ({layer.name}): a pool keeps its input "
+            raise ValueError(f"layer {index} ({layer.name}): a pool or resize keeps its input "
                              f"quantization, got {q_in} -> {q_out}")
         return PoolRequant(act_min, act_max)
     raise ValueError(f"layer {index}: unsupported op {layer.op!r}")

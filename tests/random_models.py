@@ -13,7 +13,7 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
     known = False                  # c is the current tensor's channels (not the input's yet)
     while n < max_layers:
         kind = draw(st.sampled_from(["conv", "dw", "pw", "pool", "ir", "act", "shortcut",
-                                     "concat", "se", "slice", "stop"]))
+                                     "concat", "se", "slice", "up", "stop"]))
         if kind == "stop" and n >= 2:
             break
         if kind == "conv":
@@ -64,6 +64,20 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             c = draw(st.integers(1, c - begin))
             layers.append({"op": "slice", "begin": begin, "out": c})
             n += 1
+        elif kind == "up" and residuals and n >= 1 and n + 2 <= max_layers and max(hw) <= 8:
+            # upsampling (a single-layer edge), then a pointwise conv as a decoder has it
+            if draw(st.booleans()):
+                layers.append({"op": "resize_nearest", "scale": draw(st.sampled_from(
+                    [2, [2, 1], [1, 2]])), "half_pixel": draw(st.booleans())})
+            else:
+                layers.append({"op": "transpose_conv", "out": draw(st.integers(1, 6)),
+                               "kernel": draw(st.sampled_from([1, 2, 3, [3, 2]])),
+                               "stride": draw(st.sampled_from([2, [2, 1]])),
+                               "padding": draw(st.sampled_from(["same", "valid"])),
+                               "act": draw(st.sampled_from(["none", "relu"]))})
+            c, known = draw(st.integers(1, 6)), True
+            layers.append({"op": "pointwise", "out": c})
+            n += 2
         elif kind == "ir" and residuals and n + 4 <= max_layers:
             layers.append({"op": "inverted_residual", "out": c, "expand": 2,
                            "kernel": 3, "stride": 1})

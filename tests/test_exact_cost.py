@@ -44,6 +44,10 @@ def pixel_macs(layer, row, col):
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c * layer.cout
+    if layer.op == ir.TRANSPOSE_CONV:     # input pixels whose taps land on (row, col)
+        lands = [sum(0 <= pos + layer.pad[a] - i * layer.stride[a] < layer.kernel[a]
+                     for i in range(layer.in_shape[a])) for a, pos in ((0, row), (1, col))]
+        return lands[0] * lands[1] * layer.cin * layer.cout
     return 0
 
 

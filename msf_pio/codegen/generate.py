@@ -27,8 +27,12 @@ OPS = {ir.CONV: "MSF_CONV2D", ir.DEPTHWISE: "MSF_DEPTHWISE", ir.ADD: "MSF_ADD",
        ir.GLOBAL_AVGPOOL: "MSF_GLOBAL_AVGPOOL", ir.DENSE: "MSF_DENSE",
        ir.SOFTMAX: "MSF_SOFTMAX", ir.HARD_SWISH: "MSF_HARD_SWISH",
        ir.LEAKY_RELU: "MSF_LEAKY_RELU", ir.LOGISTIC: "MSF_LOGISTIC", ir.PRELU: "MSF_PRELU",
-       ir.MUL: "MSF_MUL", ir.SLICE: "MSF_SLICE", ir.STREAM: "MSF_STREAM", ir.CROP: "MSF_CROP"}
+       ir.MUL: "MSF_MUL", ir.SLICE: "MSF_SLICE", ir.STREAM: "MSF_STREAM", ir.CROP: "MSF_CROP",
+       ir.RESIZE_NEAREST: "MSF_RESIZE_NEAREST", ir.TRANSPOSE_CONV: "MSF_TRANSPOSE_CONV"}
 EXTERNAL = "MSF_EXTERNAL"
+# Single-layer edges the schedule calls itself, whole tensors in and out (never in a block)
+CALLED = {ir.STREAM: "msf_stream_rows", ir.CROP: "msf_crop_rows",
+          ir.RESIZE_NEAREST: "msf_resize_nearest_s8", ir.TRANSPOSE_CONV: "msf_transpose_conv_s8"}
 
 
 @dataclass
@@ -99,10 +103,20 @@ def _layer_params(model: Model, i: int, own_weights: bool = True) -> tuple[list[
         f.update(begin=layer.begin)
     if layer.op == ir.STREAM:
         f.update(begin=layer.state_rows)
+    if layer.op == ir.RESIZE_NEAREST:               # the row and column maps: flash tables
+        arrays.append(c_array("uint16_t", f"r{i}", resize_index(layer)))
+        f.update(index=f"r{i}")
     if layer.count_pad:                             # padding taps hold the input's zero point
         f.update(in_offset=-model.tensor_q(model.input_of(i)).zero_point)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
     return arrays, f
+
+
+def resize_index(layer) -> np.ndarray:
+    """A resize's input row of every output row, then input column of every output column."""
+    (h, w, _), (oh, ow, _) = layer.in_shape, layer.out_shape
+    return np.concatenate([numerics.nearest_index(h, oh, layer.align_corners, layer.half_pixel),
+                           numerics.nearest_index(w, ow, layer.align_corners, layer.half_pixel)])
 
 
 def weight_bytes(layer) -> int:
@@ -113,7 +127,9 @@ def weight_bytes(layer) -> int:
     kh, kw = layer.kernel
     if layer.op == ir.PRELU:
         return ih * iw * ic if layer.slope_per_pixel else ic
-    weights = {ir.CONV: oc * kh * kw * ic, ir.DEPTHWISE: oc * kh * kw,
+    if layer.op == ir.RESIZE_NEAREST:             # uint16 row and column maps
+        return 2 * (layer.out_shape[0] + layer.out_shape[1])
+    weights = {ir.CONV: oc * kh * kw * ic, ir.TRANSPOSE_CONV: oc * kh * kw * ic, ir.DEPTHWISE: oc * kh * kw,
                ir.DENSE: oc * ih * iw * ic}.get(layer.op)
     return 0 if weights is None else weights + 9 * oc
 
@@ -138,12 +154,13 @@ def _offset(el, model: Model, t: int) -> str:
 
 
 def block_shape(model: Model, e) -> tuple[int, int]:
-    """The msf_block_t's n (its spatial layers, run in tiles or rows; 0: a single head layer)
+    """The msf_block_t's n (its spatial layers, run in tiles or rows, or an upsampling layer
+    alone; 0: a single head layer)
     and head (the global pooling and dense layers after them, consumed pixel by pixel)."""
     end = e.last
     while end > e.first and model.layers[end].op in ir.HEAD_OPS:
         end -= 1
-    if model.layers[e.first].op not in ir.SPATIAL_OPS:
+    if model.layers[e.first].op not in ir.SPATIAL_OPS + ir.UPSAMPLE_OPS:
         return 0, 0
     return end - e.first + 1, e.last - end
 
@@ -164,7 +181,7 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
               "first": e.first,
               **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
               "in_offset": _offset(el, model, model.input_of(e.first)
-                                   if model.layers[e.first].op in ir.WHOLE_OPS else e.first)}
+                                   if model.layers[e.first].op in CALLED else e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el, model, out_t)
     # per layer, its two inputs if made before the block input (a skip, a branch's input)
@@ -267,7 +284,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
         j = outs.index(e.last + 1) if e.last + 1 in outs else len(outs) - 1
-        if model.layers[e.first].op in ir.WHOLE_OPS:
+        if model.layers[e.first].op in CALLED:
             steps.append(_whole_op(model, e.first, el, f"outputs[{j}]"))
         else:
             steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, outputs[{j}], "
@@ -407,16 +424,15 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
 
 
 def _whole_op(model: Model, i: int, el, output: str) -> str:
-    """The call of a whole-tensor layer (stream, crop), which the schedule makes itself: its
-    input and output in the arena (a stream layer's: in the state region) or the caller's
-    buffers."""
+    """The call of a whole-tensor layer (stream, crop, upsampling), which the schedule makes
+    itself: its input and output in the arena (a stream layer's: in the state region) or the
+    caller's buffers."""
     def where(t: int, external: str) -> str:
         offset = _offset(el, model, t)
         return external if offset == EXTERNAL else f"msf_arena + {offset}"
 
-    kernel = "msf_stream_rows" if model.layers[i].op == ir.STREAM else "msf_crop_rows"
-    return (f"    {kernel}(&msf_layers[{i}], {where(model.input_of(i), 'input')}, "
-            f"{where(i + 1, output)});")
+    return (f"    {CALLED[model.layers[i].op]}(&msf_layers[{i}], "
+            f"{where(model.input_of(i), 'input')}, {where(i + 1, output)});")
 
 
 def _reset(model: Model, layout: ArenaLayout) -> list[str]:

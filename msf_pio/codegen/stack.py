@@ -33,6 +33,7 @@ OP_UNITS = {
     ir.SOFTMAX: "softmax", ir.HARD_SWISH: "activation", ir.LEAKY_RELU: "activation",
     ir.LOGISTIC: "activation", ir.PRELU: "activation", ir.MUL: "mul", ir.SLICE: "slice",
     ir.STREAM: "stream", ir.CROP: "crop",
+    ir.RESIZE_NEAREST: "resize_nearest", ir.TRANSPOSE_CONV: "transpose_conv",
 }
 
 

@@ -9,6 +9,8 @@ its input's quantization and MEAN when it requantizes (`Layer.requantize`). SOFT
 LEAKY_RELU, PRELU and LOGISTIC are single ops on the tensor as it is (after a dense layer: (1, n));
 MUL takes its 1 x 1 x C operand as TFLite broadcasts it; a slice is a STRIDED_SLICE of the
 channels; an average pool counting its padding taps is a PAD (the zero point) and a VALID pool;
+TRANSPOSE_CONV takes its padding as SAME or VALID of a conv from its output back to its input;
+RESIZE_NEAREST_NEIGHBOR its output size and TFLite's two flags;
 PRELU's alpha is an int8 constant (1, 1, C) (or (C,) on a (1, n) tensor, or (H, W, C) with a
 slope per element), quantized per tensor. A stream layer is a state variable as microWakeWord's
 files hold one (VAR_HANDLE, READ_VARIABLE, CONCATENATION over the rows, STRIDED_SLICE of the
@@ -25,7 +27,7 @@ from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
 
 from .. import numerics as nm
 from ..model import ir
-from ..model.ir import Layer, Model, QParams, same_padding
+from ..model.ir import Layer, Model, QParams, same_padding, transposed_padding
 
 _ACTIVATION = {"none": fb.ActivationFunctionType.NONE, "relu": fb.ActivationFunctionType.RELU,
                "relu6": fb.ActivationFunctionType.RELU6}
@@ -190,6 +192,16 @@ class _Graph:
             options.strideH, options.strideW = layer.stride
             options.fusedActivationFunction = act
             self.op(code, [x, filt, bias], [self.output(index, layer)], kind, options)
+        elif layer.op == ir.TRANSPOSE_CONV:
+            self.transpose_conv(index, layer)
+        elif layer.op == ir.RESIZE_NEAREST:
+            size = self.tensor(f"{layer.name}_size", (2,), fb.TensorType.INT32,
+                               data=np.array(layer.out_shape[:2], "<i4"))
+            options = fb.ResizeNearestNeighborOptionsT()
+            options.alignCorners, options.halfPixelCenters = layer.align_corners, layer.half_pixel
+            self.op(fb.BuiltinOperator.RESIZE_NEAREST_NEIGHBOR, [self.activation(src, 4), size],
+                    [self.output(index, layer)], fb.BuiltinOptions.ResizeNearestNeighborOptions,
+                    options)
         elif layer.op == ir.GLOBAL_AVGPOOL and layer.requantize:
             if layer.act != "none":
                 raise ValueError(f"layer {index} ({layer.name}): TFLite's MEAN has no fused "
@@ -321,6 +333,26 @@ class _Graph:
                 o.builtinOptionsType, o.builtinOptions = kind, options
                 sub.operators.append(o)
         return sub
+
+    def transpose_conv(self, index: int, layer: Layer) -> None:
+        """TRANSPOSE_CONV (output shape, OHWI filter, input, bias); its padding is SAME or VALID
+        of a conv from the output back to the input, one of which must give the layer's."""
+        (oh, ow, oc), (kh, kw), (sh, sw) = layer.out_shape, layer.kernel, layer.stride
+        paddings = [p for p, same in ((fb.Padding.SAME, True), (fb.Padding.VALID, False))
+                    if (transposed_padding(oh, kh, sh, same),
+                        transposed_padding(ow, kw, sw, same)) == layer.pad[:2]]
+        if not paddings:
+            raise ValueError(f"layer {index} ({layer.name}): TFLite cannot express transpose_conv "
+                             f"padding {layer.pad[:2]} (neither SAME nor VALID)")
+        filt, bias = self.weights(index, layer, 0)
+        shape = self.tensor(f"{layer.name}_output_shape", (4,), fb.TensorType.INT32,
+                            data=np.array([1, oh, ow, oc], "<i4"))
+        options = fb.TransposeConvOptionsT()
+        options.padding, (options.strideH, options.strideW) = paddings[0], (sh, sw)
+        options.fusedActivationFunction = _ACTIVATION[layer.act]
+        self.op(fb.BuiltinOperator.TRANSPOSE_CONV,
+                [shape, filt, self.activation(self.model.input_of(index), 4), bias],
+                [self.output(index, layer)], fb.BuiltinOptions.TransposeConvOptions, options)
 
     def pixel_op(self, index: int, layer: Layer) -> None:
         """SOFTMAX and the element-wise activations, on the rank the input already has (a

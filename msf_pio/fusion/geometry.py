@@ -50,7 +50,11 @@ def layer_macs(layer: Layer) -> int:
     if layer.op == ir.DENSE:
         h, w, c = layer.in_shape
         return h * w * c * layer.cout
-    return 0   # add and pixel ops: no multiply-accumulate
+    if layer.op == ir.TRANSPOSE_CONV:       # C_in per tap landing inside the output
+        rows, cols = (transposed_taps(layer.out_shape[a], layer.in_shape[a], *layer.window(a))
+                      for a in (0, 1))
+        return int(rows.sum() * cols.sum()) * layer.cin * layer.cout
+    return 0   # add, pixel ops and resize: no multiply-accumulate
 
 
 def _axis_taps(layer: Layer, axis: int) -> np.ndarray:
@@ -70,6 +74,16 @@ def row_taps(layer: Layer) -> np.ndarray:
 def col_taps(layer: Layer) -> np.ndarray:
     """Valid kernel columns of every output column."""
     return _axis_taps(layer, 1)
+
+
+def transposed_taps(out_len: int, in_len: int, kernel: int, stride: int, pad: int) -> np.ndarray:
+    """Kernel taps of a transposed convolution landing on every output position of one axis:
+    input i's tap k lands on i * stride - pad + k, so output r takes the inputs
+    ceil((r + pad - k + 1) / stride) .. floor((r + pad) / stride) within the input."""
+    r = np.arange(out_len) + pad
+    lo = np.maximum(-((kernel - 1 - r) // stride), 0)         # ceil((r - kernel + 1) / stride)
+    hi = np.minimum(r // stride, in_len - 1)
+    return np.maximum(hi - lo + 1, 0)
 
 
 def unfused_macs(model: Model) -> int:

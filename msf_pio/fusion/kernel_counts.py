@@ -32,8 +32,10 @@ FEATURES = (
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == (1, 1) else "conv"
-    if layer.op in ir.PIXEL_OPS:
+    if layer.op in ir.PIXEL_OPS or layer.op == ir.RESIZE_NEAREST:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
+    if layer.op == ir.TRANSPOSE_CONV:
+        return "depthwise"   # uncalibrated: priced as the other scalar multiply-accumulate loop
     # max and average pools apart: an average divides per output (slow on some cores)
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MUL: "add",
             ir.MAX_POOL: "max_pool",

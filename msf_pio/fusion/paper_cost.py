@@ -27,6 +27,10 @@ def _check(model: Model) -> None:
             raise MsfError("the paper cost model has no state or row crops of a streaming "
                            "model (use the exact cost model)", source=model.source or model.name,
                            where=f"layers[{i}]")
+        if layer.op in ir.UPSAMPLE_OPS:
+            raise MsfError(f"the paper cost model has no upsampling ('{layer.name or layer.op}'"
+                           f"; use the exact cost model)", source=model.source or model.name,
+                           where=f"layers[{i}]")
         # the paper's model is a chain with residual adds: it has no cost for a branch
         if model.input_of(i) != i or layer.op == ir.CONCAT:
             raise MsfError(f"the paper cost model takes chains with residual adds only, "

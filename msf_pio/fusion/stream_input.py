@@ -27,6 +27,10 @@ def check(model: Model) -> None:
         raise MsfError("a streamed input cannot be read by a layer other than the first (a "
                        "residual skip or a branch reads the network input)",
                        source=model.source or model.name, where="input")
+    if model.stream_input and model.layers and model.layers[0].op in ir.UPSAMPLE_OPS:
+        raise MsfError(f"a streamed input cannot feed an upsampling layer "
+                       f"({model.layers[0].op}) first: put a layer before it or buffer the "
+                       "input", source=model.source or model.name, where="layers[0]")
 
 
 def window_rows(model: Model) -> int:

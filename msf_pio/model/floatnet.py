@@ -11,10 +11,11 @@ from typing import Callable
 
 import numpy as np
 
+from .. import numerics as nm
 from . import ir
 from .ir import Layer, Model
 
-WEIGHTED_OPS = (ir.CONV, ir.DEPTHWISE, ir.DENSE)
+WEIGHTED_OPS = (ir.CONV, ir.DEPTHWISE, ir.DENSE, ir.TRANSPOSE_CONV)
 PARAM_OPS = WEIGHTED_OPS + (ir.PRELU,)      # layers with float parameters (prelu: its slopes)
 
 Hook = Callable[[int, np.ndarray], np.ndarray]
@@ -33,12 +34,12 @@ class FloatWeights:
 
 
 def weight_shape(layer: Layer) -> tuple[int, ...]:
-    """The IR weight layout: conv OHWI, depthwise (1, kh, kw, C), dense (out, in), prelu (C,)
+    """The IR weight layout: conv and transposed conv OHWI, depthwise (1, kh, kw, C), dense (out, in), prelu (C,)
     or, one slope per element, (H, W, C)."""
     kh, kw = layer.kernel
     if layer.op == ir.PRELU:
         return tuple(layer.in_shape) if layer.slope_per_pixel else (layer.cin,)
-    if layer.op == ir.CONV:
+    if layer.op in (ir.CONV, ir.TRANSPOSE_CONV):
         return (layer.cout, kh, kw, layer.cin)
     if layer.op == ir.DEPTHWISE:
         return (1, kh, kw, layer.cin)
@@ -75,6 +76,13 @@ def _layer(layer: Layer, p: FloatWeights | None, x: np.ndarray,
     if layer.op == ir.DEPTHWISE:
         return _window(layer, x, 0.0, lambda acc, xs, i, j: acc + xs * p.w[0, i, j, :],
                        layer.cout) + p.b
+    if layer.op == ir.TRANSPOSE_CONV:
+        return nm.transposed_scatter(x, p.w, layer.stride, layer.pad[:2],
+                                     layer.out_shape[:2]) + p.b
+    if layer.op == ir.RESIZE_NEAREST:
+        (h, w, _), (oh, ow, _) = layer.in_shape, layer.out_shape
+        return x[:, nm.nearest_index(h, oh, layer.align_corners, layer.half_pixel)][
+            :, :, nm.nearest_index(w, ow, layer.align_corners, layer.half_pixel)]
     if layer.op == ir.MAX_POOL:
         return _window(layer, x, -np.inf, lambda acc, xs, i, j: np.maximum(acc, xs),
                        layer.cout, start=-np.inf)

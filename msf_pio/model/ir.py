@@ -39,6 +39,11 @@ SLICE = "slice"            # channels [begin, begin + C_out) of the input
 # the last rows move to its start.
 STREAM = "stream"
 CROP = "crop"              # rows [begin, begin + H_out) of the input (STRIDED_SLICE over time)
+# Upsampling (an output larger than its input): nearest-neighbour resize, output pixel (r, c)
+# the input's (numerics.nearest_index of r, of c); transposed convolution, OHWI weights, input
+# pixel i scattered to output rows i * stride - pad_top + ky (TFLite's TRANSPOSE_CONV).
+RESIZE_NEAREST = "resize_nearest"
+TRANSPOSE_CONV = "transpose_conv"
 
 WINDOW_OPS = (CONV, DEPTHWISE, MAX_POOL, AVG_POOL)   # ops with a kh x kw window and strides
 ELEMENTWISE_OPS = (HARD_SWISH, LEAKY_RELU, LOGISTIC, PRELU)  # one output value per input
@@ -47,13 +52,17 @@ BINARY_OPS = (ADD, CONCAT, MUL)                      # read two tensors, pixel b
 SPATIAL_OPS = WINDOW_OPS + BINARY_OPS + PIXEL_OPS    # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
 WHOLE_OPS = (STREAM, CROP)      # whole tensors moved by rows: single edges, never in a block
-ALL_OPS = SPATIAL_OPS + HEAD_OPS + WHOLE_OPS
+# Ops whose output row needs input rows by a rule no fusion scheme's row and column geometry
+# has (r // 2, not r * stride - pad): a single-layer edge each, never inside a fusion block.
+UPSAMPLE_OPS = (RESIZE_NEAREST, TRANSPOSE_CONV)
+ALL_OPS = SPATIAL_OPS + HEAD_OPS + WHOLE_OPS + UPSAMPLE_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
 
 # Short op names for tables: a layer is shown as op + index (dwconv3); the file's own tensor
 # or node names, often hundreds of characters, appear only in JSON.
 SHORT_OP = {CONV: "conv", DEPTHWISE: "dwconv", MAX_POOL: "maxpool", AVG_POOL: "avgpool",
-            GLOBAL_AVGPOOL: "gavgpool", HARD_SWISH: "hswish", LEAKY_RELU: "lrelu"}
+            GLOBAL_AVGPOOL: "gavgpool", HARD_SWISH: "hswish", LEAKY_RELU: "lrelu",
+            RESIZE_NEAREST: "resize", TRANSPOSE_CONV: "tconv"}
 
 
 def layer_label(op: str, index: int) -> str:
@@ -89,7 +98,7 @@ FIXED_OUTPUT_Q = {SOFTMAX: UNIT_INTERVAL, LOGISTIC: UNIT_INTERVAL}
 class Weights:
     """Quantized parameters of one layer (TFLite layouts).
 
-    conv2d: int8 (C_out, kh, kw, C_in); depthwise: int8 (1, kh, kw, C); dense: int8 (out, in).
+    conv2d and transpose_conv: int8 (C_out, kh, kw, C_in); depthwise: int8 (1, kh, kw, C); dense: int8 (out, in).
     `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
     prelu: the slopes below zero, int8 (C,) with one scale and a `zero_point` (TFLite's alpha
     tensor, per tensor and possibly asymmetric), (C,) or with `slope_per_pixel` (H, W, C); no
@@ -131,6 +140,9 @@ class Layer:
     # avg_pool: every window tap counts, the padding ones holding the zero point (a PAD before
     # the pool, or ONNX's count_include_pad), instead of the taps inside the input only
     count_pad: bool = False
+    # resize_nearest: TFLite's align_corners and half_pixel_centers (numerics.nearest_index)
+    align_corners: bool = False
+    half_pixel: bool = False
 
     def __post_init__(self):
         self.kernel, self.stride = pair(self.kernel), pair(self.stride)
@@ -177,7 +189,7 @@ class Layer:
 
     def macs_per_tap(self) -> int:
         """Multiply-accumulates per output element and per kernel tap."""
-        if self.op == CONV:
+        if self.op in (CONV, TRANSPOSE_CONV):
             return self.cin
         return 1
 
@@ -380,3 +392,10 @@ def same_padding(size: int, kernel: int, stride: int) -> tuple[int, int]:
     out = -(-size // stride)
     total = max((out - 1) * stride + kernel - size, 0)
     return total // 2, total - total // 2
+
+
+def transposed_padding(out_len: int, kernel: int, stride: int, same: bool) -> int:
+    """The padding before a TFLite TRANSPOSE_CONV's output along one axis: that of a SAME (or
+    VALID) conv from the output back to the input, the extra row of an odd total after."""
+    conv_len = (out_len + stride - 1) // stride if same else (out_len + stride - kernel) // stride
+    return max((conv_len - 1) * stride + kernel - out_len, 0) // 2

@@ -19,6 +19,7 @@ MAX_WINDOW_FIELD = 255          # kernel rows and strides: uint8 fields of msf_l
 def check_model(model, where_of=lambda i: f"layers[{i}]") -> None:
     """Raise MsfError if `model` (an ir.Model) is over a limit; `where_of(i)` names layer i in
     the model's own file (a spec index, an operator index)."""
+    from . import ir
     source = model.source or model.name
     if model.n_layers > MAX_LAYERS:
         raise MsfError(f"{model.n_layers} layers, more than the {MAX_LAYERS} msf-pio plans",
@@ -28,7 +29,7 @@ def check_model(model, where_of=lambda i: f"layers[{i}]") -> None:
     for i, layer in enumerate(model.layers):
         where = where_of(i)
         _check_shape(layer.out_shape, source, where)
-        if layer.has_window:
+        if layer.has_window or layer.op == ir.TRANSPOSE_CONV:
             if layer.kernel_w > MAX_KERNEL:
                 raise MsfError(f"kernel width {layer.kernel_w} is larger than the runtime's "
                                f"{MAX_KERNEL}", source=source, where=f"{where}.kernel")
@@ -46,7 +47,7 @@ def layer_weight_count(layer) -> int:
     """Weight bytes a layer's shapes imply (the int8 kernel; biases are small beside it)."""
     from . import ir
     cin, cout = layer.in_shape[2], layer.out_shape[2]
-    if layer.op == ir.CONV:
+    if layer.op in (ir.CONV, ir.TRANSPOSE_CONV):
         return cout * layer.kernel_h * layer.kernel_w * cin
     if layer.op == ir.DEPTHWISE:
         return layer.kernel_h * layer.kernel_w * cout

@@ -22,7 +22,8 @@ from .. import numerics as nm
 from ..errors import MsfError
 from . import ir
 from .floatnet import WEIGHTED_OPS, FloatWeights
-from .ir import Layer, Model, QParams, TensorIO, Weights, conv_out, same_padding
+from .ir import (Layer, Model, QParams, TensorIO, Weights, conv_out, same_padding,
+                 transposed_padding)
 from .opgraph import FLOAT, INT8, NCHW, NHWC, QDQ, Const, Graph, Node, Tensor
 from .quantize import f32, quantize_bias, quantize_weights
 
@@ -30,7 +31,7 @@ MAX_DIM = 65535          # msf_layer_t stores shapes as uint16
 MAX_WINDOW = 255         # and kernel, stride and padding as uint8
 MAX_ELEMENTS = 1 << 28   # per tensor: far above any microcontroller model, far below overflow
 
-_ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE)
+_ACT_TARGETS = (ir.CONV, ir.DEPTHWISE, ir.ADD, ir.DENSE, ir.TRANSPOSE_CONV)
 _PIXEL = {"softmax": ir.SOFTMAX, "hard_swish": ir.HARD_SWISH, "leaky_relu": ir.LEAKY_RELU,
           "logistic": ir.LOGISTIC}
 _IO_TYPES = {"INT8": "int8", "UINT8": "uint8", "FLOAT32": "float32"}
@@ -250,6 +251,7 @@ class Lowering:
             "quantize": self.quantize, "dequantize": self.dequantize, "error": self.refused,
             "mul": self.mul, "slice": self.slice, "read_state": self.read_state,
             "assign_state": self.assign_state,
+            "transpose_conv": self.transpose_conv, "resize_nearest": self.resize_nearest,
         }
         for node in self.g.nodes:
             self.current = node
@@ -540,6 +542,90 @@ class Lowering:
         if self.g.kind != INT8:
             params = FloatWeights(w.real(), np.zeros(n) if bias is None else bias.real())
         self.emit(node, layer, flat=flat, params=params, sources=(w, bias))
+
+    def transpose_conv(self, node: Node) -> None:
+        """A transposed convolution of one group, OHWI weights (TFLite TRANSPOSE_CONV, ONNX
+        ConvTranspose): input row i's tap k lands on output row i * stride - pad_top + k. The
+        output's H and W are given (`out_hw`) with the padding TFLite's SAME or VALID of a conv
+        from the output back to the input, or follow from explicit `pads` (top, left, bottom,
+        right) and ONNX's `output_padding`."""
+        view = self.view(node)
+        wt = self.weight_tensor(node)
+        w = self.const(node, 1)
+        cout, kh, kw, cin = w.values.shape
+        h, wd, c = self.shape(view.t)
+        if cin != c:
+            raise self.error(f"{node.role(1, 'weight')} {list(wt.shape)} takes {cin} input "
+                             f"channels, the input has {c}", node)
+        a = node.attrs
+        sh, sw = a.get("stride", (1, 1))
+        if a.get("dilation", (1, 1)) != (1, 1):
+            raise self.error(f"dilation {a['dilation']} is not supported", node)
+        if not (1 <= sh <= MAX_WINDOW and 1 <= sw <= MAX_WINDOW and kh <= MAX_WINDOW and
+                kw <= MAX_WINDOW):
+            raise self.error(f"stride {sh}x{sw} and kernel {kh}x{kw} must be in "
+                             f"[1, {MAX_WINDOW}]", node)
+        if a.get("padding") in ("same", "valid"):
+            oh, ow = a["out_hw"]
+            top, left = (transposed_padding(n, k, s, a["padding"] == "same")
+                         for n, k, s in ((oh, kh, sh), (ow, kw, sw)))
+        else:
+            top, left, bottom, right = a.get("pads", (0, 0, 0, 0))
+            extra_h, extra_w = a.get("output_padding", (0, 0))
+            oh = (h - 1) * sh + kh - top - bottom + extra_h
+            ow = (wd - 1) * sw + kw - left - right + extra_w
+            if "out_hw" in a and tuple(a["out_hw"]) != (oh, ow):
+                raise self.error(f"output {list(a['out_hw'])} differs from the computed "
+                                 f"{[oh, ow]}", node)
+        if not (0 <= top < kh and 0 <= left < kw) or oh < 1 or ow < 1:
+            raise self.error(f"padding {[top, left]} must be in [0, kernel {kh}x{kw}) and the "
+                             f"output {[oh, ow]} not empty", node)
+        bottom, right = (h - 1) * sh + kh - top - oh, (wd - 1) * sw + kw - left - ow
+        layer = Layer(op=ir.TRANSPOSE_CONV, in_shape=(h, wd, c), out_shape=(oh, ow, cout),
+                      kernel=(kh, kw), stride=(sh, sw), pad=(top, left, bottom, right),
+                      act=a.get("act", "none"))
+        self.activation_q(node, self.tensor(node, 0))
+        self.weighted(node, layer, w, wt, 0)
+
+    def resize_nearest(self, node: Node) -> None:
+        """A nearest-neighbour resize to `out_hw` with TFLite's align_corners and
+        half_pixel_centers; or (ONNX) to `sizes` or by `scales` of an NCHW map, whose `nearest`
+        rule must pick the input pixels one of TFLite's flag pairs picks. Bytes copied, the
+        input's quantization kept."""
+        view = self.view(node)
+        h, w, c = self.shape(view.t)
+        a = node.attrs
+        if "sizes" in a:
+            if a["sizes"][:2] != (1, c):
+                raise self.error(f"sizes {list(a['sizes'])} change the batch or the channels",
+                                 node)
+            out_hw = a["sizes"][2:]
+        elif "scales" in a:
+            out_hw = tuple(int(np.floor(n * float(np.float32(s))))
+                           for n, s in zip((h, w), a["scales"]))
+        else:
+            out_hw = a["out_hw"]
+        oh, ow = (int(v) for v in out_hw)
+        if not (1 <= oh <= MAX_DIM and 1 <= ow <= MAX_DIM):
+            raise self.error(f"output size {[oh, ow]} must be in [1, {MAX_DIM}]", node)
+        flags = (a.get("align_corners", False), a.get("half_pixel", False))
+        if "nearest" in a:           # the importer's rule, as one of TFLite's
+            scales = a.get("scales") or (oh / h, ow / w)
+            wanted = [a["nearest"](n, m, s) for n, m, s in ((h, oh, scales[0]),
+                                                             (w, ow, scales[1]))]
+            found = [f for f in ((False, False), (False, True), (True, False), (True, True))
+                     if all(np.array_equal(nm.nearest_index(n, m, *f), v)
+                            for (n, m), v in zip(((h, oh), (w, ow)), wanted))]
+            if not found:
+                raise self.error(f"its nearest-neighbour rule picks input pixels that no "
+                                 f"TFLite RESIZE_NEAREST_NEIGHBOR does ({h}x{w} -> {oh}x{ow})",
+                                 node)
+            flags = found[0]
+        self.activation_q(node, self.tensor(node, 0))
+        q_in = self.q[view.t]
+        self.emit(node, Layer(op=ir.RESIZE_NEAREST, in_shape=(h, w, c), out_shape=(oh, ow, c),
+                              align_corners=flags[0], half_pixel=flags[1]))
+        self.pool_q(node, q_in)
 
     def pool(self, node: Node) -> None:
         """MAX/AVERAGE_POOL_2D. An average pool after a PAD (or with ONNX's count_include_pad)
@@ -926,7 +1012,8 @@ class Lowering:
         if self.g.kind != FLOAT:
             raise self.error("a quantized model must have its BatchNormalization folded "
                              "before quantization (onnxruntime quant_pre_process)", node)
-        layer = self.fold_target(node, (ir.CONV, ir.DEPTHWISE), "a convolution")
+        layer = self.fold_target(node, (ir.CONV, ir.DEPTHWISE, ir.TRANSPOSE_CONV),
+                                 "a convolution")
         p = self.params[-1]
         if p is None or layer.act != "none":
             raise self.error("must follow the convolution before its activation", node)

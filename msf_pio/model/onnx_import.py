@@ -354,6 +354,79 @@ def _conv(r: _Reader, proto: NodeProto, node: Node) -> None:
     node.attrs.update(group=r.attr(proto, "group", 1), to_ir={1: (0, 2, 3, 1)})
 
 
+def _conv_transpose(r: _Reader, proto: NodeProto, node: Node) -> None:
+    """ConvTranspose of one group, weights (I, O, kH, kW), explicit pads (or VALID) and
+    output_padding: the output is (in - 1) stride + k - pads + output_padding."""
+    w = r.const(proto, 1)
+    if w is None or w.ndim != 4:
+        raise _Refused("needs a 4-D weight initializer (I, O, kH, kW)")
+    if r.attr(proto, "group", 1) != 1:
+        raise _Refused(f"group={r.attr(proto, 'group', 1)}: only one group is supported")
+    kernel = list(w.shape[2:])
+    if r.attr(proto, "kernel_shape", kernel) != kernel:
+        raise _Refused(f"kernel_shape differs from the weight {list(w.shape)}")
+    if r.attr(proto, "output_shape") is not None or \
+            r.attr(proto, "auto_pad", "NOTSET") in ("SAME_UPPER", "SAME_LOWER"):
+        raise _Refused("output_shape and auto_pad SAME are not supported: give pads (and "
+                       "output_padding), as PyTorch exports them")
+    window = r.window(proto, kernel)
+    pads = window["padding"] if window["padding"] != "valid" else (0, 0, 0, 0)
+    extra = r.attr(proto, "output_padding", [0, 0])
+    if len(extra) != 2 or min(extra) < 0:
+        raise _Refused(f"output_padding {extra} must be 2 non-negative values")
+    node.op, node.roles = "transpose_conv", ("X", "weight", "bias")
+    node.attrs = {"stride": window["stride"], "dilation": window["dilation"], "pads": pads,
+                  "output_padding": tuple(extra), "to_ir": {1: (1, 2, 3, 0)}}
+
+
+def _nearest_rule(coordinate: str, rounding: str):
+    """ONNX Resize's nearest input position of every output position along one axis (of
+    `scale` = output / input, as given or from the sizes), clipped to the input."""
+    origin = {
+        "half_pixel": lambda x, s, n, m: (x + 0.5) / s - 0.5,
+        "pytorch_half_pixel": lambda x, s, n, m: (x + 0.5) / s - 0.5 if m > 1 else 0 * x,
+        "align_corners": lambda x, s, n, m: x * (n - 1) / (m - 1) if m > 1 else 0 * x,
+        "asymmetric": lambda x, s, n, m: x / s,
+        "tf_half_pixel_for_nn": lambda x, s, n, m: (x + 0.5) / s,
+    }
+    nearest = {"round_prefer_floor": lambda v: np.ceil(v - 0.5),
+               "round_prefer_ceil": lambda v: np.floor(v + 0.5),
+               "floor": np.floor, "ceil": np.ceil}
+    if coordinate not in origin or rounding not in nearest:
+        raise _Refused(f"coordinate_transformation_mode {coordinate!r} with nearest_mode "
+                       f"{rounding!r} is not supported")
+
+    def index(n: int, m: int, scale: float) -> np.ndarray:
+        v = nearest[rounding](origin[coordinate](np.arange(m, dtype=np.float64), scale, n, m))
+        return np.clip(v, 0, n - 1).astype(np.int64)
+    return index
+
+
+def _resize(r: _Reader, proto: NodeProto, node: Node) -> None:
+    """Resize (mode nearest) and Upsample: the output's H and W from `sizes` or the `scales` of
+    N, C, H, W (N and C kept), the input position of every output position by ONNX's rule."""
+    mode = r.attr(proto, "mode", "nearest")
+    if mode != "nearest":
+        raise _Refused(f"mode {mode!r}: only nearest is supported")
+    if proto.op_type == "Upsample":
+        scales, sizes, rule = r.const(proto, 1), None, _nearest_rule("asymmetric", "floor")
+    else:
+        inputs = [r.const(proto, i) for i in (1, 2, 3)] if r.opset >= 11 else \
+            [None, r.const(proto, 1), None]
+        scales, sizes = (v if v is not None and v.size else None for v in inputs[1:])
+        rule = _nearest_rule(r.attr(proto, "coordinate_transformation_mode", "half_pixel"),
+                             r.attr(proto, "nearest_mode", "round_prefer_floor"))
+    given = sizes if sizes is not None else scales
+    if given is None or given.size != 4 or (sizes is None and not np.all(given[:2] == 1)):
+        raise _Refused("needs scales or sizes of N, C, H, W, N and C unchanged")
+    node.op, node.inputs = "resize_nearest", node.inputs[:1]
+    node.attrs = {"nearest": rule}
+    if sizes is not None:
+        node.attrs["sizes"] = tuple(int(v) for v in sizes.reshape(-1))
+    else:
+        node.attrs["scales"] = tuple(float(v) for v in scales.reshape(-1)[2:])
+
+
 def _batchnorm(r: _Reader, proto: NodeProto, node: Node) -> None:
     if r.view.quantized:
         node.op = "batchnorm"                # the lowering refuses it in a quantized graph
@@ -524,4 +597,5 @@ _READERS = {"Conv": _conv, "BatchNormalization": _batchnorm, "Relu": _act, "Clip
             "HardSwish": _pixel_op, "LeakyRelu": _pixel_op, "Sigmoid": _pixel_op,
             "PRelu": _prelu, "Pad": _pad, "Transpose": _transpose, "Concat": _concat,
             "Mul": lambda r, p, n: setattr(n, "op", "mul"), "Split": _split, "Slice": _slice,
-            "Squeeze": _squeeze, "Unsqueeze": _squeeze, "ReduceMean": _reduce_mean}
+            "Squeeze": _squeeze, "Unsqueeze": _squeeze, "ReduceMean": _reduce_mean,
+            "ConvTranspose": _conv_transpose, "Resize": _resize, "Upsample": _resize}

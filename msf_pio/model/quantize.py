@@ -17,7 +17,7 @@ from . import ir
 from .floatnet import PARAM_OPS, FloatWeights, forward
 from .ir import Layer, Model, QParams, Weights
 
-SAME_AS_INPUT = (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL, ir.SLICE)
+SAME_AS_INPUT = (ir.MAX_POOL, ir.AVG_POOL, ir.GLOBAL_AVGPOOL, ir.SLICE, ir.RESIZE_NEAREST)
 _INT32 = np.iinfo(np.int32)
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from ..errors import MsfError
 from . import ir
-from .ir import Layer, Model, conv_out, same_padding
+from .ir import Layer, Model, conv_out, same_padding, transposed_padding
 from .limits import MAX_CHANNELS, MAX_DIM, MAX_INT, MAX_LAYERS, MAX_REPEAT, check_model
 
 _COMMON = {"op", "name", "input"}   # input: the tensor the layer reads (default: the previous)
@@ -36,6 +36,8 @@ _FIELDS = {
     "leaky_relu": {"alpha"},
     "logistic": set(),
     "prelu": {"slopes"},
+    "transpose_conv": {"out", "kernel", "stride", "padding", "act"},
+    "resize_nearest": {"scale", "size", "align_corners", "half_pixel"},
 }
 _TOP = {"name", "input", "weights", "layers", "outputs"}
 _WEIGHT_KINDS = ("random", "npz", "onnx")
@@ -287,10 +289,13 @@ class _Builder:
 
     # -- layer emitters --------------------------------------------------------------------
     def _emit(self, op: str, out_c: int, kernel: ir.Pair = (1, 1), stride: ir.Pair = (1, 1),
-              pad=(0, 0, 0, 0), act: str = "none", skip: int | None = None, name: str = "") -> int:
+              pad=(0, 0, 0, 0), act: str = "none", skip: int | None = None, name: str = "",
+              out_hw: ir.Pair | None = None) -> int:
         h, w, c = self.shape
         kernel, stride = ir.pair(kernel), ir.pair(stride)
-        if op in ir.WINDOW_OPS:
+        if out_hw is not None:          # upsampling: the size is the op's own
+            out = (*out_hw, out_c)
+        elif op in ir.WINDOW_OPS:
             oh = conv_out(h, kernel[0], stride[0], pad[0], pad[2])
             ow = conv_out(w, kernel[1], stride[1], pad[1], pad[3])
             if oh < 1 or ow < 1:
@@ -357,6 +362,10 @@ class _Builder:
             self.layers[-1].count_pad = bool(spec.get("count_pad")) and any(self.layers[-1].pad)
         elif op == "mul":
             out = self._mul(spec)
+        elif op == "transpose_conv":
+            out = self._transpose_conv(spec)
+        elif op == "resize_nearest":
+            out = self._resize(spec)
         elif op == "slice":
             begin, n = self._int(spec, "begin", 0, minimum=0), self._int(spec, "out")
             if begin + n > c:
@@ -428,6 +437,49 @@ class _Builder:
             raise self.ctx.error("from", "multiplies the current tensor by itself")
         return self._emit(ir.MUL, self.shape[2], act=self._act(spec, "none"), skip=skip,
                           name=spec.get("name", ""))
+
+    def _transpose_conv(self, spec: dict) -> int:
+        """TFLite's TRANSPOSE_CONV: 'same' gives H s x W s, 'valid' (H - 1) s + max(k, s)."""
+        kernel, stride = self._pair(spec, "kernel"), self._pair(spec, "stride", 2)
+        padding = spec.get("padding", "same")
+        if padding not in ("same", "valid"):
+            raise self.ctx.error("padding", f"must be 'same' or 'valid', got {_short(padding)}")
+        same = padding == "same"
+        out_hw = tuple(n * s if same else (n - 1) * s + max(k, s)
+                       for n, k, s in zip(self.shape[:2], kernel, stride))
+        if max(out_hw) > MAX_DIM:
+            raise self.ctx.error("stride", f"the {out_hw[0]}x{out_hw[1]} output is over the "
+                                           f"limit of {MAX_DIM}")
+        top, left = (transposed_padding(n, k, s, same)
+                     for n, k, s in zip(out_hw, kernel, stride))
+        bottom, right = ((n - 1) * s + k - p - o for n, k, s, p, o in
+                         zip(self.shape[:2], kernel, stride, (top, left), out_hw))
+        return self._emit(ir.TRANSPOSE_CONV, self._out(spec), kernel, stride,
+                          (top, left, bottom, right), self._act(spec, "none"),
+                          name=spec.get("name", ""), out_hw=out_hw)
+
+    def _resize(self, spec: dict) -> int:
+        """Nearest-neighbour resize to `size` [H, W], or by an integer `scale` (default 2)."""
+        if "size" in spec and "scale" in spec:
+            raise self.ctx.error("size", "give either size or scale")
+        if "size" in spec:
+            out_hw = self._pair(spec, "size")
+        else:
+            scale = self._pair(spec, "scale", 2)
+            out_hw = (self.shape[0] * scale[0], self.shape[1] * scale[1])
+        if max(out_hw) > MAX_DIM:
+            raise self.ctx.error("scale", f"the {out_hw[0]}x{out_hw[1]} output is over the "
+                                          f"limit of {MAX_DIM}")
+        flags = {}
+        for key in ("align_corners", "half_pixel"):
+            if spec.get(key, False) not in (True, False):
+                raise self.ctx.error(key, f"must be true or false, got {_short(spec[key])}")
+            flags[key] = bool(spec.get(key, False))
+        out = self._emit(ir.RESIZE_NEAREST, self.shape[2], name=spec.get("name", ""),
+                         out_hw=out_hw)
+        self.layers[-1].align_corners = flags["align_corners"]
+        self.layers[-1].half_pixel = flags["half_pixel"]
+        return out
 
     def _squeeze_excite(self, squeeze: int, name: str) -> int:
         # MobileNetV3 gates with a hard sigmoid, EfficientNet with a sigmoid: the gate here is

@@ -53,6 +53,8 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into the optio
     "ConcatenationOptions": ("Axis", "FusedActivationFunction"),
     "ReducerOptions": ("KeepDims",),
     "CallOnceOptions": ("InitSubgraphIndex",),
+    "TransposeConvOptions": ("Padding", "StrideW", "StrideH", "FusedActivationFunction"),
+    "ResizeNearestNeighborOptions": ("AlignCorners", "HalfPixelCenters"),
 }
 _FLOAT_OPTION_FIELDS = {"SoftmaxOptions": ("Beta",), "LeakyReluOptions": ("Alpha",)}
 _PADDING = {0: "same", 1: "valid"}
@@ -595,6 +597,25 @@ def _prelu(graph: Graph, node: Node, options: dict) -> None:
     node.op, node.roles = "prelu", ("input", "alpha")
 
 
+def _transpose_conv(graph: Graph, node: Node, options: dict) -> None:
+    """TRANSPOSE_CONV (output_shape, filter OHWI, input, bias): the output's H and W given, the
+    padding TFLite's SAME or VALID of a conv from the output back to the input."""
+    out = _ints(graph, node, 0, lambda s: s == (4,))
+    node.op, node.roles = "transpose_conv", ("input", "filter", "bias")
+    node.attrs = {**_window(node, options), "out_hw": (out[1], out[2])}
+    node.inputs = [node.inputs[2], node.inputs[1]] + node.inputs[3:4]
+    f = graph.tensors.get(node.inputs[1])
+    if f is not None and len(f.shape) != 4:
+        raise _Refused(f"filter shape {list(f.shape)} is not 4-D")
+
+
+def _resize_nearest(graph: Graph, node: Node, options: dict) -> None:
+    size = _ints(graph, node, 1, lambda s: s == (2,))
+    node.op, node.inputs = "resize_nearest", node.inputs[:1]
+    node.attrs = {"out_hw": tuple(size), "align_corners": bool(options.get("AlignCorners", 0)),
+                  "half_pixel": bool(options.get("HalfPixelCenters", 0))}
+
+
 _BUILDERS = {
     "CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "ADD": _add, "MAX_POOL_2D": _pool,
     "AVERAGE_POOL_2D": _pool, "MEAN": _mean, "FULLY_CONNECTED": _dense, "RESHAPE": _reshape,
@@ -605,4 +626,5 @@ _BUILDERS = {
     "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu, "MUL": _mul,
     "STRIDED_SLICE": _strided_slice, "SLICE": _slice, "SPLIT": _split, "SPLIT_V": _split,
     "SQUEEZE": _reshape, "READ_VARIABLE": _variable, "ASSIGN_VARIABLE": _variable,
+    "TRANSPOSE_CONV": _transpose_conv, "RESIZE_NEAREST_NEIGHBOR": _resize_nearest,
 }

@@ -58,6 +58,16 @@ def run_layer(model: Model, index: int, tensors: Tensors,
         acc = _accumulate(layer, x.astype(np.int64) + rq.input_offset)
         acc = acc + layer.weights.bias.astype(np.int64)
         out = nm.multiply_by_quantized_multiplier(acc, rq.multiplier, rq.shift) + rq.output_offset
+    elif layer.op == ir.TRANSPOSE_CONV:     # TFLite's scatter of every input pixel's taps
+        xs = (x.astype(np.int64) + rq.input_offset).astype(np.float64)[None]
+        acc = nm.transposed_scatter(xs, layer.weights.w, layer.stride, layer.pad[:2],
+                                    layer.out_shape[:2])[0].astype(np.int64)
+        acc = acc + layer.weights.bias.astype(np.int64)
+        out = nm.multiply_by_quantized_multiplier(acc, rq.multiplier, rq.shift) + rq.output_offset
+    elif layer.op == ir.RESIZE_NEAREST:     # bytes copied from the nearest input pixel
+        (h, w, _), (oh, ow, _) = layer.in_shape, layer.out_shape
+        out = x[nm.nearest_index(h, oh, layer.align_corners, layer.half_pixel)][
+            :, nm.nearest_index(w, ow, layer.align_corners, layer.half_pixel)]
     elif layer.op == ir.ADD:
         out = _add(rq, x, np.asarray(tensors[layer.skip]))
     elif layer.op == ir.CONCAT:      # one quantization for all (numerics): the bytes, joined

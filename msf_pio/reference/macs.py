@@ -1,7 +1,8 @@
 """MAC counter of the project's definition, counted from the taps the reference really visits.
 
 conv2d: C_in MACs per valid kernel tap per output element; depthwise and pools: 1 per valid tap;
-global_avgpool: H*W per channel; dense: in*out; add: 0. Padding taps are skipped as in TFLite's
+global_avgpool: H*W per channel; dense: in*out; transposed conv: C_in per tap landing inside
+its output per output channel; add, resize: 0. Padding taps are skipped as in TFLite's
 reference kernels (their input equals the zero point and contributes nothing).
 """
 from __future__ import annotations
@@ -21,7 +22,18 @@ def layer_macs(layer: Layer) -> int:
         return int(np.prod(layer.in_shape))
     if layer.op == ir.DENSE:
         return int(np.prod(layer.in_shape)) * layer.cout
+    if layer.op == ir.TRANSPOSE_CONV:   # every (input pixel, tap) landing inside the output
+        return _transposed_landings(layer) * layer.cin * layer.cout
     return 0
+
+
+def _transposed_landings(layer: Layer) -> int:
+    """Taps of a transposed convolution that land inside its output, scattered one by one."""
+    (h, w, _), (oh, ow, _) = layer.in_shape, layer.out_shape
+    (kh, kw), (sh, sw), (top, left) = layer.kernel, layer.stride, layer.pad[:2]
+    rows = np.add.outer(np.arange(h) * sh - top, np.arange(kh))    # output row of (i, ky)
+    cols = np.add.outer(np.arange(w) * sw - left, np.arange(kw))
+    return int(((rows >= 0) & (rows < oh)).sum() * ((cols >= 0) & (cols < ow)).sum())
 
 
 def model_macs(model: Model) -> int:

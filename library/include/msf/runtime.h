@@ -30,7 +30,8 @@ enum msf_op {
     MSF_CONV2D = 0, MSF_DEPTHWISE = 1, MSF_ADD = 2, MSF_MAX_POOL = 3, MSF_AVG_POOL = 4,
     MSF_GLOBAL_AVGPOOL = 5, MSF_DENSE = 6, MSF_SOFTMAX = 7, MSF_HARD_SWISH = 8,
     MSF_LEAKY_RELU = 9, MSF_LOGISTIC = 10, MSF_PRELU = 11, MSF_CONCAT = 12, MSF_MUL = 13,
-    MSF_SLICE = 14, MSF_AVG_POOL_PADDED = 15, MSF_STREAM = 16, MSF_CROP = 17
+    MSF_SLICE = 14, MSF_AVG_POOL_PADDED = 15, MSF_STREAM = 16, MSF_CROP = 17,
+    MSF_RESIZE_NEAREST = 18, MSF_TRANSPOSE_CONV = 19
 };
 
 /* One layer with its quantization folded into TFLite integer parameters. A window is
@@ -68,6 +69,8 @@ typedef struct {
                                    * (in2_offset, fn_mult1 and fn_shift1: TFLite's MUL) */
     uint16_t begin;               /* slice: the first input channel taken; crop: the first input
                                    * row; stream: the rows of state kept across runs */
+    const uint16_t *index;        /* resize: the input row of every output row, then the input
+                                   * column of every output column (msf_pio/numerics.py) */
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */
@@ -163,6 +166,12 @@ void msf_activation_column(const msf_layer_t *l, const msf_view_t *in, const msf
 void msf_stream_rows(const msf_layer_t *l, const int8_t *in, int8_t *out);
 void msf_stream_keep(const msf_layer_t *l, int8_t *out);
 void msf_crop_rows(const msf_layer_t *l, const int8_t *in, int8_t *out);
+/* Upsampling of whole HWC tensors, called by the generated schedule itself (an output row reads
+ * input rows by a rule no fusion scheme's geometry has, so never inside a block):
+ * nearest-neighbour resize (TFLite's RESIZE_NEAREST_NEIGHBOR, maps in `index`) and transposed
+ * convolution (TRANSPOSE_CONV, OHWI weights, a conv's per-channel requantization). */
+void msf_resize_nearest_s8(const msf_layer_t *l, const int8_t *in, int8_t *out);
+void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out);
 void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *in2,
                       const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 
