@@ -1121,7 +1121,7 @@ class Lowering:
         axis = node.attrs.get("axis", 3 if self.g.layout == NHWC else 1)
         bounds = node.attrs.get("bounds") or []
         if axis % 4 == (1 if self.g.layout == NHWC else 2) and len(bounds) == 1 == \
-                len(node.outputs):              # rows: a streaming model's time axis
+                len(node.outputs) and self.g.kind == INT8:    # rows: a streaming model's time
             begin, end = bounds[0]
             return self.row_slice(node, view, begin + h if begin < 0 else begin,
                                   end + h if end < 0 else end)
