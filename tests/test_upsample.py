@@ -216,3 +216,23 @@ def test_a_streamed_input_cannot_feed_an_upsampling_layer():
     model.stream_input = True
     with pytest.raises(MsfError, match="a streamed input cannot feed an upsampling layer"):
         build_graph(model, "exact")
+
+
+def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling():
+    """unet-tiny-64 (zoo/large): the reference is TFLite Micro's on the exported file, the C of
+    the least-RAM plan gives its bytes with the arena painted == predicted, and that plan's peak
+    is the nearest x2 resize: its 4 kB input, 16 kB output and the 8 kB encoder map alive
+    across it for the skip add, which no fusion block can spread."""
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.reference import run_model
+    from msf_pio.verify import quantized_model, seeded_input
+    model = quantized_model("unet-tiny-64")
+    x = seeded_input(model, 0)
+    ref = run_model(model, x).reshape(-1)
+    np.testing.assert_array_equal(ref, tflm_run(tflite_bytes(model), x).reshape(-1))
+    graph = build_graph(model, "exact")
+    vanilla, least = solvers.vanilla(graph), solvers.p1_min_ram(graph)
+    peak = max(least.blocks, key=lambda e: e.ram)
+    assert model.layers[peak.first].op == ir.RESIZE_NEAREST and not peak.fused
+    assert least.peak_ram == 4096 + 16384 + 8192 < vanilla.peak_ram
+    check_plan_in_c(model, least, x, ref, sanitize=False)
