@@ -70,3 +70,10 @@ def test_mutated_onnx_files_never_crash(tmp_path):
     data = _qdq(tmp_path, True).read_bytes()
     counts = fuzz(tmp_path, "mutated.onnx", data, seed=12)
     assert counts["tried"] == MUTATIONS and counts["msf_error"] > MUTATIONS // 3
+
+
+def test_mutated_streaming_tflite_files_never_crash(tmp_path):
+    """A stateful streaming file: two subgraphs, state variables, an initial state."""
+    from .tflite_builder import streaming_net
+    counts = fuzz(tmp_path, "mutated_stream.tflite", streaming_net(0), seed=13)
+    assert counts["tried"] == MUTATIONS and counts["msf_error"] > MUTATIONS // 3

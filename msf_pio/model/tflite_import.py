@@ -186,8 +186,8 @@ def _decode(data: bytes, path: str):
             name = codes[o.OpcodeIndex()]
             inputs = [int(x) for x in o.InputsAsNumpy()] if o.InputsLength() else []
             outputs = [int(x) for x in o.OutputsAsNumpy()] if o.OutputsLength() else []
-            for t in inputs + outputs:
-                if not -1 <= t < n_tensors:
+            for t in inputs + outputs:          # -1: an absent optional input (not an output)
+                if not (-1 if t in inputs else 0) <= t < n_tensors:
                     raise MsfError(f"tensor index {t} out of range (the subgraph has "
                                    f"{n_tensors} tensors)", source=path,
                                    where=f"{where}operator {i} ({name})")
@@ -300,11 +300,11 @@ def _options(fb, o, option_names) -> dict:
     table = o.BuiltinOptions()
     if table is None:
         return {}
-    if kind == "VarHandleOptions":        # a state variable: named by its shared name
-        opts = fb.VarHandleOptions()
+    if kind == "VarHandleOptions":        # a state variable: named by its shared name, escaped
+        opts = fb.VarHandleOptions()         # (messages name it on one line)
         opts.Init(table.Bytes, table.Pos)
         raw = opts.SharedName() or b""
-        return {"variable": raw.decode(errors="replace")}
+        return {"variable": raw.decode(errors="replace").encode("unicode_escape").decode()}
     if kind in _OPTION_FIELDS:
         opts = getattr(fb, kind)()
         opts.Init(table.Bytes, table.Pos)
@@ -516,7 +516,9 @@ def _mul(graph: Graph, node: Node, options: dict) -> None:
 
 
 def _dims(graph: Graph, name: str) -> tuple[int, ...]:
-    t = graph.tensors[name]
+    t = graph.tensors.get(name)
+    if t is None:
+        raise _Refused("input 0 is missing")
     if not t.shape or not all(isinstance(d, int) for d in t.shape):
         raise _Refused(f"the input's shape {list(t.shape or [])} must be static", name)
     return t.shape
@@ -534,7 +536,7 @@ def _channel_slice(node: Node, dims, begin, end, what: str) -> None:
 
 
 def _strided_slice(graph: Graph, node: Node, options: dict) -> None:
-    dims = _dims(graph, node.inputs[0])
+    dims = _dims(graph, node.inputs[0] if node.inputs else "")
     begin, end, strides = (_ints(graph, node, i, lambda s: s == (len(dims),)) for i in (1, 2, 3))
     if any(options.get(k, 0) for k in ("EllipsisMask", "NewAxisMask", "ShrinkAxisMask",
                                         "Offset")) or any(v != 1 for v in strides):
@@ -550,7 +552,7 @@ def _strided_slice(graph: Graph, node: Node, options: dict) -> None:
 
 
 def _slice(graph: Graph, node: Node, options: dict) -> None:
-    dims = _dims(graph, node.inputs[0])
+    dims = _dims(graph, node.inputs[0] if node.inputs else "")
     begin, size = (_ints(graph, node, i, lambda s: s == (len(dims),)) for i in (1, 2))
     end = [d if n == -1 else b + n for b, n, d in zip(begin, size, dims)]
     _channel_slice(node, dims, begin, end, "SLICE")
@@ -560,14 +562,16 @@ def _slice(graph: Graph, node: Node, options: dict) -> None:
 def _split(graph: Graph, node: Node, options: dict) -> None:
     """SPLIT (axis, tensor) into equal parts, SPLIT_V (tensor, sizes, axis) into given ones."""
     if node.op_name == "SPLIT":
-        axis, x = _ints(graph, node, 0, lambda s: len(s) <= 1)[0], node.inputs[1]
+        axis = _ints(graph, node, 0, lambda s: len(s) <= 1)[0]
+        x = node.inputs[1] if len(node.inputs) > 1 else ""
         dims = _dims(graph, x)
         n = len(node.outputs)
         if dims[axis % len(dims)] % max(n, 1):
             raise _Refused(f"splits {dims[axis % len(dims)]} into {n} unequal parts")
         sizes = [dims[axis % len(dims)] // max(n, 1)] * n
     else:
-        x, dims = node.inputs[0], _dims(graph, node.inputs[0])
+        x = node.inputs[0] if node.inputs else ""
+        dims = _dims(graph, x)
         sizes = _ints(graph, node, 1, lambda s: len(s) == 1)
         axis = _ints(graph, node, 2, lambda s: len(s) <= 1)[0]
         if -1 in sizes:
