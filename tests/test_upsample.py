@@ -12,7 +12,9 @@ import pytest
 from msf_pio.fusion import solvers
 from msf_pio.fusion.geometry import alive_before, arena_tensor_bytes
 from msf_pio.fusion.graph import build_graph
+from msf_pio.fusion.reuse import DETAIL
 from msf_pio.model import ir, load_model
+from msf_pio.numerics import nearest_index
 from msf_pio.reference.macs import model_macs
 
 from .host_checks import check_plan_in_c
@@ -100,10 +102,22 @@ def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_as_single_edges(tmp_pa
     graph = build_graph(model, "exact")
     ups = [l for l, layer in enumerate(model.layers) if layer.op in ir.UPSAMPLE_OPS]
     assert not [e for e in graph.edges if e.fused and any(e.first <= l <= e.last for l in ups)]
-    for l in ups:       # input and output whole, and the tensors alive across the edge
-        e = graph.single_edge(l)
-        alive = sum(arena_tensor_bytes(model, t) for t in alive_before(model, l))
-        assert e.ram == arena_tensor_bytes(model, l) + arena_tensor_bytes(model, l + 1) + alive
+    for l in ups:       # input and output whole, the output over the input rows read (the
+        e = graph.single_edge(l)        # rows only move down), and the tensors alive across
+        layer, alive = model.layers[l], sum(arena_tensor_bytes(model, t)
+                                            for t in alive_before(model, l))
+        (h, w, c), (oh, ow, oc) = layer.in_shape, layer.out_shape
+        a, b = arena_tensor_bytes(model, l), arena_tensor_bytes(model, l + 1)
+        if not (a and b):
+            assert e.ram == a + b + alive and DETAIL not in e.detail
+            continue
+        k, s, pad = layer.window(0)     # the input rows output row r reads (tap by tap)
+        reads = [{i for i in range(h) if 0 <= r + pad - i * s < k} for r in range(oh)] \
+            if layer.op == ir.TRANSPOSE_CONV else [{int(i)} for i in nearest_index(
+                h, oh, layer.align_corners, layer.half_pixel)]
+        live = [min([min(x) for x in reads[r:] if x] or [h]) for r in range(oh)]
+        shift = min(live[r] * w * c - (r + 1) * ow * oc for r in range(oh))
+        assert e.detail[DETAIL] == shift and e.ram == max(a - min(shift, 0), b) + alive
     inputs = [random_input(model, seed) for seed in range(2)]
     expected = [tflm_run(path.read_bytes(), x).reshape(-1) for x in inputs]
     assert np.unique(expected[0]).size > 100           # not saturated: the values carry
@@ -221,8 +235,9 @@ def test_a_streamed_input_cannot_feed_an_upsampling_layer():
 def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling():
     """unet-tiny-64 (zoo/large): the reference is TFLite Micro's on the exported file, the C of
     the least-RAM plan gives its bytes with the arena painted == predicted, and that plan's peak
-    is the nearest x2 resize: its 4 kB input, 16 kB output and the 8 kB encoder map alive
-    across it for the skip add, which no fusion block can spread."""
+    is the nearest x2 resize, which no fusion block can spread: its 16 kB output written over
+    its 4 kB input but for one input row (256 B: output rows 2i, 2i + 1 read input row i), and
+    the 8 kB encoder map alive across it for the skip add."""
     from msf_pio.export.tflite import tflite_bytes
     from msf_pio.reference import run_model
     from msf_pio.verify import quantized_model, seeded_input
@@ -234,5 +249,7 @@ def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling()
     vanilla, least = solvers.vanilla(graph), solvers.p1_min_ram(graph)
     peak = max(least.blocks, key=lambda e: e.ram)
     assert model.layers[peak.first].op == ir.RESIZE_NEAREST and not peak.fused
-    assert least.peak_ram == 4096 + 16384 + 8192 < vanilla.peak_ram
+    assert least.peak_ram == 16384 + 256 + 8192 < vanilla.peak_ram
+    # the input slides up by 12,544 B: output row 31 ends where input row 15 starts
+    assert peak.detail[DETAIL] == 15 * 256 - 32 * 512
     check_plan_in_c(model, least, x, ref, sanitize=False)

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 from .. import progress
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
-from . import blocks, schemes, stream_input
+from ..numerics import nearest_index
+from . import blocks, reuse, schemes, stream_input
 from .edge import Edge
 from .geometry import layer_macs, unfused_macs   # unfused_macs: a cost model's interface
 
@@ -55,8 +58,26 @@ def _check(model: Model) -> None:
 
 def _single(model: Model, i: int) -> Edge:
     ring = stream_input.input_ring(model, stream_input.window_rows(model)) if i == 0 else []
-    ram, detail = blocks.edge_ram(model, i, i, ring)
+    ram, detail = blocks.edge_ram(model, i, i, ring, _upsampling_shift(model, i))
     return Edge(i, i, ram, layer_macs(model.layers[i]), "single", detail)
+
+
+def _upsampling_shift(model: Model, i: int) -> int | None:
+    """An upsampling layer's kernel writes its output row after row, output row r reading
+    input rows from live[r] on, which only move down: its output may start before its input
+    ends, over the input rows no later row reads (reuse.py; a nearest x2 then takes its output
+    and one input row). None: no overlap."""
+    layer = model.layers[i]
+    if layer.op not in ir.UPSAMPLE_OPS or not reuse.possible(model, i, i):
+        return None
+    (h, _, _), (oh, _, _) = layer.in_shape, layer.out_shape
+    if layer.op == ir.RESIZE_NEAREST:
+        first_read = nearest_index(h, oh, layer.align_corners, layer.half_pixel)
+    else:                       # ceil((r + pad - k + 1) / stride), within the input
+        k, s, pad = layer.window(0)
+        first_read = np.clip(-((k - 1 - pad - np.arange(oh)) // s), 0, h)
+    live = np.minimum.accumulate(first_read[::-1])[::-1]     # read by row r or a later one
+    return reuse.max_shift(model, i, i, live, np.arange(1, oh + 1))
 
 
 def edges(model: Model, names: tuple[str, ...] | None = None,
