@@ -11,6 +11,7 @@ from pathlib import Path
 
 from . import __version__, progress
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, MsfError, one_line
+from .text import file_stem
 from .options import check_plan_options, parse_max_overhead, parse_ram_limit  # noqa: F401
 
 
@@ -215,7 +216,7 @@ def cmd_report(args) -> int:
         print(json.dumps(data, indent=2))
     else:
         print(report.render(data))
-    out = args.out or Path(f"{model.name}-report")
+    out = args.out or Path(f"{file_stem(model.name)}-report")   # a name is never a path
     written = report.write(data, out)
     print(f"wrote {', '.join(str(p) for p in written)}", file=sys.stderr if args.json else sys.stdout)
     return 0

@@ -3,6 +3,8 @@ as a single line instead of a traceback, with the exit status of its kind:
 0 ok, 1 an infeasible budget (InfeasibleBudget), 2 bad input or option (MsfError),
 3 an internal error (anything else: a bug, reported in one line; --debug shows the traceback)."""
 
+from .text import printable
+
 EXIT_OK, EXIT_INFEASIBLE, EXIT_BAD_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
 
 
@@ -16,7 +18,10 @@ class MsfError(Exception):
         self.where = where
         parts = [p for p in (source, where) if p]
         prefix = ": ".join(parts)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        # one line, whatever a model's names hold: line breaks (a compiler's stderr) as spaces,
+        # any other control character escaped
+        text = f"{prefix}: {message}" if prefix else message
+        super().__init__(printable(" ".join(text.split())))
 
 
 class InfeasibleBudget(MsfError):

@@ -19,6 +19,7 @@ import numpy as np
 from . import progress
 from .codegen.generate import weight_bytes
 from .errors import MsfError
+from .text import printable
 from .fusion import latency, schemes, solvers
 from .fusion.graph import FusionGraph
 from .fusion.plan import Plan
@@ -102,7 +103,7 @@ def render(report: dict) -> str:
     """The report as text: the plan against the unfused one, then the edge table."""
     u, p = report["unfused"], report["plan"]
     where = f" on {report['board']}" if report["board"] else ""
-    lines = [f"{report['model']}: plan {p['label']} ({report['objective']}, "
+    lines = [f"{printable(report['model'])}: plan {p['label']} ({report['objective']}, "
              f"{report['cost_model']} cost model){where}", ""]
     ratio = u["peak_ram_bytes"] / p["peak_ram_bytes"] if p["peak_ram_bytes"] else 1.0
     cmp = [("", "unfused", "this plan", ""),
@@ -203,7 +204,7 @@ def memory_figure(report: dict):
     ax.set_xlim(0, n)
     ax.set_xlabel("layer (execution order)")
     ax.set_ylabel("arena in use (kB, log scale)")
-    ax.set_title(f"{report['model']}: RAM while each layer runs")
+    ax.set_title(f"{printable(report['model'])}: RAM while each layer runs")
     ax.grid(True, which="both", alpha=0.25)
     _legend_below(ax, 1)
     return fig
@@ -233,7 +234,8 @@ def frontier_figure(report: dict):
         _log_axis(ax.xaxis)
     ax.set_xlabel("peak RAM: arena (kB" + (", log scale)" if wide else ")"))
     ax.set_ylabel("predicted latency (ms)" if report["f_cpu"] else "predicted cycles")
-    ax.set_title(f"{report['model']} on {report['board']}: RAM against predicted latency")
+    ax.set_title(f"{printable(report['model'])} on {report['board']}: "
+                 "RAM against predicted latency")
     ax.grid(True, which="both", alpha=0.25)
     _legend_below(ax, 2)
     return fig

@@ -3,6 +3,7 @@ the generated C only as an escaped string literal, a comment stripped to printab
 serial-line token. The C compiles warning-free (trigraphs on), prints the token exactly, and
 the payload of an injection attempt never runs."""
 import subprocess
+from pathlib import Path
 from dataclasses import replace
 
 import numpy as np
@@ -112,3 +113,33 @@ def test_comment_and_token_are_inert(text):
     assert "*/" not in comment and "/*" not in comment and "\n" not in comment
     assert all(c.isascii() and c.isprintable() for c in comment) and len(comment) <= 80
     assert token and len(token) <= 64 and token.isascii() and " " not in token and "=" not in token
+
+
+TERMINAL = "\x1b]0;pwned\x07\x1b[2J\r../../escaped\nMSF status=ok"
+
+
+def test_a_name_never_reaches_the_terminal_or_a_path(tmp_path, monkeypatch, capsys):
+    """A spec's name with terminal escape sequences, a carriage return, a line break and a
+    relative path: solve prints it escaped on its one line, report's default folder stays in
+    the current folder, and an error about the model is one line without control characters."""
+    from msf_pio.cli import main
+    spec = (Path(__file__).parents[1] / "msf_pio" / "model" / "zoo" / "tiny.yaml").read_text()
+    name = TERMINAL.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r")
+    name = name.replace("\x1b", "\\e").replace("\x07", "\\a")
+    (tmp_path / "m.yaml").write_text(spec.replace("name: tiny", f'name: "{name}"'))
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["solve", str(tmp_path / "m.yaml")]) == 0
+    out = capsys.readouterr().out
+    assert not any(ch in out for ch in "\x1b\x07\r")
+    assert out.splitlines()[0].startswith("model \\x1b]0;pwned\\x07\\x1b[2J\\r../../escaped\\nMSF")
+    assert main(["report", str(tmp_path / "m.yaml")]) == 0
+    capsys.readouterr()
+    made = [p for p in tmp_path.rglob("report.json")]
+    assert len(made) == 1 and made[0].parent.parent == work, made
+    assert main(["report", str(tmp_path / "m.yaml"), "--ram-limit", "10"]) == 1
+    err = capsys.readouterr()
+    lines = (err.out + err.err).splitlines()
+    assert len(lines) == 1 and "\\x1b]0;pwned" in lines[0], lines
+    assert not any(ch in lines[0] for ch in "\x1b\x07\r")

@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[1]
 # modules; `=`: that module alone); within a layer, TIERS order its modules the same way (a
 # module no tier names is in the layer's top tier).
 LAYERS = [
-    ["=msf_pio", "msf_pio.errors", "msf_pio.options", "msf_pio.progress"],   # used by all
+    ["=msf_pio", "msf_pio.text", "msf_pio.errors", "msf_pio.options",
+     "msf_pio.progress"],                                   # used by all
     ["msf_pio.model.ir"],
     ["msf_pio.numerics"],                                   # TFLite int8 arithmetic on the IR
     ["msf_pio.model"],                                      # front ends: spec, importers, zoo

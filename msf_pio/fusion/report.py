@@ -1,6 +1,7 @@
 """Human-readable plan and Pareto tables (and the frontier plot)."""
 from __future__ import annotations
 
+from ..text import printable
 from . import schemes
 from .graph import FusionGraph
 from .plan import Plan
@@ -12,8 +13,8 @@ def _layers(plan: Plan, first: int, last: int) -> str:
 
 
 def render_plan(plan: Plan, hint: dict | None = None) -> str:
-    head = (f"model {plan.model}  cost model {plan.cost_model}  objective {plan.objective} "
-            f"({plan.label})")
+    head = (f"model {printable(plan.model)}  cost model {plan.cost_model}  "
+            f"objective {plan.objective} ({plan.label})")
     if not plan.feasible:
         lines = [head, f"INFEASIBLE: {plan.reason}"]
         if hint:
@@ -51,7 +52,7 @@ def table(rows: list[tuple[str, ...]], right=()) -> list[str]:
 
 
 def render_pareto(graph: FusionGraph, plans: list[Plan]) -> str:
-    lines = [f"Pareto frontier of {graph.model.name} ({graph.cost_model} cost model): "
+    lines = [f"Pareto frontier of {printable(graph.model.name)} ({graph.cost_model} cost model): "
              f"{len(plans)} plans",
              f"{'peak RAM B':>11s} {'MACs':>12s} {'F':>7s}  fusion blocks"]
     for p in plans:
@@ -79,7 +80,7 @@ def plot_pareto(graph: FusionGraph, frontiers: dict[str, list[Plan]], path: str)
         ax.legend()
     ax.set_xlabel("peak RAM (kB)")
     ax.set_ylabel("MAC overhead F")
-    ax.set_title(f"{graph.model.name}: RAM/MAC Pareto frontier ({graph.cost_model})")
+    ax.set_title(f"{printable(graph.model.name)}: RAM/MAC Pareto frontier ({graph.cost_model})")
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)

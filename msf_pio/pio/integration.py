@@ -20,6 +20,7 @@ import numpy as np
 from .. import __version__, progress
 from ..options import INI_NAMES, check_plan_options, parse_max_overhead, parse_ram_limit
 from ..errors import InfeasibleBudget, MsfError, one_line
+from ..text import printable
 from ..fusion.solvers import OBJECTIVES
 from ..codegen.output import save_atomic
 from .boards import BoardFacts, app_partition, board_facts, c_defines
@@ -429,7 +430,7 @@ def describe(summary: dict, regenerated: bool, seconds: float, cpu: float | None
     cpu_text = "" if cpu is None else f" ({cpu:.2f} s CPU)"     # steadier on a busy machine
     what = f"generated in {seconds:.2f} s{cpu_text}" if regenerated else \
         f"model and options unchanged, nothing regenerated ({seconds:.2f} s)"
-    return (f"msf-pio: {summary['model']} {summary['plan']} ({summary['cost_model']}): "
+    return (f"msf-pio: {printable(summary['model'])} {summary['plan']} ({summary['cost_model']}): "
             f"predicted peak RAM {summary['peak_ram_bytes']} B (arena), "
             f"F={summary['overhead']:.3f}, " + _latency_text(summary)
             + (f"predicted stack {summary['predicted_stack_bytes']} B "
