@@ -141,6 +141,11 @@ POOLS = {
                                            "stride": [1, 2], "padding": "same"}]),
     "avgpool_k3x2_s2_same": ((8, 7, 3), [{"op": "avg_pool", "kernel": [3, 2], "stride": 2,
                                           "padding": "same"}]),
+    # channel groups of four and a remainder (the kernels' word-at-a-time path on DSP cores)
+    "maxpool_k3_s2_c19": ((9, 7, 19), [{"op": "max_pool", "kernel": 3, "stride": 2}]),
+    "avgpool_k2_same_c13": ((7, 5, 13), [{"op": "avg_pool", "kernel": 2, "stride": 1,
+                                          "padding": "same"}]),
+    "avgpool_k24x5_c8": ((25, 5, 8), [{"op": "avg_pool", "kernel": [24, 5]}]),   # KWS's
     "gap": ((6, 5, 4), [{"op": "global_avgpool"}]),
     "gap_large": ((16, 16, 3), [{"op": "global_avgpool"}]),
 }

@@ -352,7 +352,8 @@ DSP_CASES = ["conv3x3_s1_same-relu6", "conv5x5_s2_same-none", "conv3x3_cin13-non
              "dw3x3_s2_same-relu6", "dw3x3_s1_same-none", "dw5x5_s2_pad1-relu6",
              "dw7x7_s2_same-none", "add-none", "conv10x4_s2_same-relu6",
              "conv3x1_s21_same-none", "conv5x3_s12_pad1-relu6", "dw3x1_s12_same-none",
-             "dw3x5_s2_pad1-relu6", "dw3x3_c19-relu6"]
+             "dw3x5_s2_pad1-relu6", "dw3x3_c19-relu6", "maxpool_k3_s2_c19",
+             "avgpool_k2_same_c13", "avgpool_k24x5_c8"]
 _LINK = ["--oslib=semihost", "--crt0=semihost",      # picolibc's specs come with CROSS
          "-Wl,--defsym=__flash=0x0", "-Wl,--defsym=__flash_size=0x400000",
          "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x400000"]
@@ -385,6 +386,8 @@ def _dsp_program(models) -> str:
                       _c_array("int8_t", f"s{n}", rq.shift)]
             fields.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
                           weights=f"w{n}", bias=f"b{n}", narrow=int(rq.narrow))
+        elif layer.op in (ir.MAX_POOL, ir.AVG_POOL):
+            fields.update(mult="0", shift="0")
         else:
             decls += [_c_array("int32_t", f"m{n}", [rq.output_multiplier]),
                       _c_array("int8_t", f"s{n}", [rq.output_shift])]

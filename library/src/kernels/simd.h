@@ -96,6 +96,23 @@ MSF_INLINE int32_t msf_ssat8(int32_t v)
     __asm__("ssat %0, #8, %1" : "=r"(r) : "r"(v));
     return r;
 }
+
+/* the larger (msf_max4) and smaller (msf_min4) int8 of a and b in each of the four bytes:
+ * SSUB8 sets a GE flag per byte where a >= b, SEL picks by them (one asm statement, so that
+ * nothing between the two touches the flags) */
+MSF_INLINE uint32_t msf_max4(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %1, %2" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+}
+
+MSF_INLINE uint32_t msf_min4(uint32_t a, uint32_t b)
+{
+    uint32_t r;
+    __asm__("ssub8 %0, %1, %2\n\tsel %0, %2, %1" : "=&r"(r) : "r"(a), "r"(b) : "cc");
+    return r;
+}
 #else
 #define MSF_DSP 0
 #endif
