@@ -131,11 +131,13 @@ def tile_starts(height: int, tile_rows: int) -> tuple[np.ndarray, np.ndarray]:
 def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1,
                    sweep: tuple[dict, dict] | None = None) -> BlockSchedule:
     """The H-cache schedule with tiles of `tile_rows` rows; `sweep`: the column sweep of the
-    same block if already simulated (it does not depend on the tiles). Kept per model (_kept)."""
+    same block if already simulated (it does not depend on the tiles). Kept per model (_kept);
+    a wider window extends the one kept by the layers before it."""
     key = ("schedule", end, tile_rows)
     kept = _kept(model).get(key)
     if kept is None or kept.lowest_first > lowest_first:
-        kept = _kept(model)[key] = _block_schedule(model, end, lowest_first, tile_rows, sweep)
+        kept = _kept(model)[key] = _block_schedule(model, end, lowest_first, tile_rows, sweep,
+                                                   kept)
     if kept.lowest_first == lowest_first:
         return kept
     lo = lowest_first
@@ -143,14 +145,45 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
                          _from(kept.ring_cols, lo + 1), _from(kept.layer_macs, lo))
 
 
+def _row_needs(layer: Layer, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """First and one-past-last input row a layer reads for output rows [a, b) of every tile."""
+    if not layer.has_window:
+        return a, b
+    return (np.maximum(a * layer.stride_h - layer.pad_top, 0),
+            np.minimum((b - 1) * layer.stride_h - layer.pad_top + layer.kernel_h,
+                       layer.in_shape[0]))
+
+
 def _block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int,
-                    sweep: tuple[dict, dict] | None) -> BlockSchedule:
+                    sweep: tuple[dict, dict] | None,
+                    narrower: BlockSchedule | None = None) -> BlockSchedule:
+    """block_schedule afresh, or from the `narrower` window's: its tensors' rows are final (all
+    their readers are in it); its layers' reads of tensors before it are added, then the layers
+    before it back-propagate as from scratch."""
     layers = model.layers
     spans, cols = sweep or column_sweep(model, end, lowest_first)
     lo, hi = {}, {}
-    lo[end + 1], hi[end + 1] = tile_starts(layers[end].out_shape[0], tile_rows)
     macs: dict[int, int] = {}
-    for l in range(end, lowest_first - 1, -1):          # rows: back-propagate every tile at once
+
+    def read(t: int, need: tuple[np.ndarray, np.ndarray]) -> None:
+        if t in lo:
+            lo[t], hi[t] = np.minimum(lo[t], need[0]), np.maximum(hi[t], need[1])
+        else:
+            lo[t], hi[t] = need
+
+    if narrower is None:
+        lo[end + 1], hi[end + 1] = tile_starts(layers[end].out_shape[0], tile_rows)
+        top = end
+    else:
+        lo.update(narrower.row_lo)
+        hi.update(narrower.row_hi)
+        macs.update(narrower.layer_macs)
+        top = narrower.lowest_first - 1
+        for l in range(top + 1, end + 1):             # skips from before the narrower window
+            for t in model.inputs(l):
+                if lowest_first <= t <= top:
+                    read(t, _row_needs(layers[l], lo[l + 1], hi[l + 1]))
+    for l in range(top, lowest_first - 1, -1):          # rows: back-propagate every tile at once
         layer = layers[l]
         a, b = lo[l + 1], hi[l + 1]
         if layer.has_window:
@@ -159,20 +192,12 @@ def _block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int,
             macs[l] = n_row_taps * int(tap_prefix(layer, 1)[min(cols[l + 1] + 1,
                                                                layer.out_shape[1])]) \
                 * tap_macs(layer)
-            h = layer.in_shape[0]
-            need = [(np.maximum(a * layer.stride_h - layer.pad_top, 0),
-                     np.minimum((b - 1) * layer.stride_h - layer.pad_top + layer.kernel_h, h))]
         else:
             macs[l] = 0
-            need = [(a, b)]
+        need = _row_needs(layer, a, b)
         for t in model.inputs(l):
-            if t < lowest_first:
-                continue
-            nlo, nhi = need[0]
-            if t in lo:
-                lo[t], hi[t] = np.minimum(lo[t], nlo), np.maximum(hi[t], nhi)
-            else:
-                lo[t], hi[t] = nlo, nhi
+            if t >= lowest_first:
+                read(t, need)
     return BlockSchedule(end, lowest_first, tile_rows, lo, hi, spans, macs)
 
 
@@ -263,8 +288,10 @@ def _sweep(model: Model, end: int, lowest_first: int, axis: int,
         produced[out] = i
         next_pos[k] = i + 1
         if out < len(n_out):                  # consumers that are done read nothing more
-            kept = min((a[next_pos[c]] for c, n, a in consumers[out] if next_pos[c] < n),
-                       default=i)
+            kept = i                          # (none reading before i: a span of 1 at most)
+            for c, n, a in consumers[out]:
+                if next_pos[c] < n and a[next_pos[c]] < kept:
+                    kept = a[next_pos[c]]
             if i - kept + 1 > span[out]:
                 span[out] = i - kept + 1
 

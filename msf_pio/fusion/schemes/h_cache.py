@@ -71,7 +71,7 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
     sched, produced = block_schedule(model, end, lowest, tile_rows, sweep), sweep[1]
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:
-        rows = [int(r) for r in sched.row_hi[l + 1] - sched.row_lo[l + 1]]
+        rows = (sched.row_hi[l + 1] - sched.row_lo[l + 1]).tolist()
         cols = produced[l + 1] + 1
         return spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
                               cols, whole_input, dsp)
