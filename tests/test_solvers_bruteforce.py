@@ -1,25 +1,46 @@
-"""P1, P2, heuristic and the Pareto frontier against brute-force enumeration of every path."""
+"""P1, P2, min_latency, heuristic and the Pareto frontier against brute-force enumeration of
+every path."""
 import math
+from fractions import Fraction
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msf_pio.fusion import bounds, solvers
+from msf_pio.fusion import bounds, latency, solvers
 from msf_pio.fusion import graph as graph_module
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model.spec import spec_to_model
 from tests.random_models import small_specs
 
 
-def all_paths(graph):
+def all_paths(graph, cost=None):
     """(peak RAM, MACs) of every path from tensor 0 to the output, as a set: built node by node
     from every incoming edge and every (peak, MACs) of its source, nothing pruned (with parallel
-    edges per cache scheme and tile height, listing the paths one by one takes minutes)."""
+    edges per cache scheme and tile height, listing the paths one by one takes minutes).
+    `cost` (one number per edge) replaces the MACs."""
+    cost = [e.macs for e in graph.edges] if cost is None else cost
     reach = {0: {(0, 0)}}
     for v in range(1, graph.n_nodes):
-        reach[v] = {(max(peak, e.ram), macs + e.macs) for e in graph.edges if e.dst == v
-                    for peak, macs in reach.get(e.src, ())}
+        reach[v] = {(max(peak, e.ram), total + c) for e, c in zip(graph.edges, cost)
+                    if e.dst == v for peak, total in reach.get(e.src, ())}
     return reach[graph.output_node]
+
+
+def check_min_latency(graph, pmaxes, board="qemu_f767zi"):
+    """min_latency's plan is the least (predicted cycles, peak RAM) of every path within the
+    limit, the cycles summed exactly (as fractions: the counts times the board's coefficients)."""
+    coefficients = latency.profile(board)
+    prices = [Fraction(coefficients.get(f, 0.0)) for f in latency.FEATURES]
+    cost = [sum(int(n) * c for n, c in zip(row, prices))
+            for row in latency.count_table(graph.model, graph.edges, coefficients.dsp)]
+    paths = all_paths(graph, cost)
+    index = {id(e): k for k, e in enumerate(graph.edges)}
+    for pmax in pmaxes:
+        plan = solvers.min_latency(graph, pmax, board)
+        ok = [(c, p) for p, c in paths if p <= pmax]
+        assert plan.feasible == bool(ok)
+        if ok:
+            assert (sum(cost[index[id(e)]] for e in plan.blocks), plan.peak_ram) == min(ok)
 
 
 def check_against_bruteforce(graph, fmaxes, pmaxes):
@@ -60,6 +81,7 @@ def test_exact_solvers_are_optimal(spec, fmax, data):
     rams = sorted({e.ram for e in graph.edges})
     pmaxes = [data.draw(st.sampled_from(rams)), data.draw(st.sampled_from(rams)) - 1, math.inf]
     check_against_bruteforce(graph, [fmax, 1.0, 1.25, math.inf], pmaxes)
+    check_min_latency(graph, pmaxes)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
