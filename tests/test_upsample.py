@@ -253,3 +253,26 @@ def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling()
     # the input slides up by 12,544 B: output row 31 ends where input row 15 starts
     assert peak.detail[DETAIL] == 15 * 256 - 32 * 512
     check_plan_in_c(model, least, x, ref, sanitize=False)
+
+
+@pytest.mark.parametrize("last", [{"op": "resize_nearest", "size": [13, 10]},
+                                  {"op": "transpose_conv", "out": 3, "kernel": 3, "stride": 2}])
+def test_a_streamed_output_from_an_upsampling_layer_goes_pixel_by_pixel(last):
+    """The network output made by an upsampling layer is handed to the sink a pixel at a time:
+    the arena holds one output pixel of staging, the C gives the reference's bytes."""
+    from msf_pio.model.spec import spec_to_model
+    from msf_pio.reference import run_model
+    from msf_pio.verify import quantized_model, seeded_input
+    from dataclasses import replace
+    model = replace(quantized_model(spec_to_model({
+        "name": "up-stream", "input": {"shape": [6, 5, 3]}, "weights": {"random": 2},
+        "layers": [{"op": "conv2d", "out": 4, "kernel": 3, "act": "relu"}, last]})),
+        stream_output=True)
+    x = seeded_input(model, 1)
+    graph = build_graph(model, "exact")
+    edge = graph.single_edge(1)
+    assert edge.ram == 6 * 5 * 4 + model.output_shape[2]        # its input, one output pixel
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
+    for plan in plans:
+        check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1),
+                        sanitize=plan is plans[1])

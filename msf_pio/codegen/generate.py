@@ -426,13 +426,15 @@ def _entry_points(model: Model, steps: list[str]) -> list[str]:
 def _whole_op(model: Model, i: int, el, output: str) -> str:
     """The call of a whole-tensor layer (stream, crop, upsampling), which the schedule makes
     itself: its input and output in the arena (a stream layer's: in the state region) or the
-    caller's buffers."""
+    caller's buffers; a streamed output's upsampling layer hands its pixels to the sink."""
     def where(t: int, external: str) -> str:
         offset = _offset(el, model, t)
         return external if offset == EXTERNAL else f"msf_arena + {offset}"
 
-    return (f"    {CALLED[model.layers[i].op]}(&msf_layers[{i}], "
-            f"{where(model.input_of(i), 'input')}, {where(i + 1, output)});")
+    args = [f"&msf_layers[{i}]", where(model.input_of(i), "input"), where(i + 1, output)]
+    if model.layers[i].op in ir.UPSAMPLE_OPS:      # a streamed output: pixels to the sink
+        args.append("sink" if model.stream_output and i + 1 == model.n_layers else "0")
+    return f"    {CALLED[model.layers[i].op]}({', '.join(args)});"
 
 
 def _reset(model: Model, layout: ArenaLayout) -> list[str]:

@@ -47,10 +47,6 @@ def _check(model: Model) -> None:
             raise MsfError(f"a {layer.op} layer moves whole tensors: it cannot read a streamed "
                            "input or write a streamed output", source=model.source or model.name,
                            where=f"layers[{i}]")
-        if layer.op in ir.UPSAMPLE_OPS and model.stream_output and i == model.n_layers - 1:
-            raise MsfError("a streamed output cannot come from an upsampling layer (it writes "
-                           "its output whole): put a layer after it or buffer the output",
-                           source=model.source or model.name, where=f"layers[{i}]")
     bad = ir.graph_error(model)
     if bad:
         raise MsfError(bad[1], source=model.source or model.name, where=f"layers[{bad[0]}]")

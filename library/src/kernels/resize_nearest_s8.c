@@ -2,16 +2,23 @@
  * output pixel is a copy of the input pixel its row and column map to. The maps are tables in
  * flash (l->index: out_h input rows, then out_w input columns) computed with TFLite's float32
  * arithmetic by msf_pio/numerics.py (nearest_index), so no float runs here. Called by the
- * generated schedule itself: an upsampling layer is never inside a fusion block. */
+ * generated schedule itself: an upsampling layer is never inside a fusion block. With a sink
+ * (a streamed network output), `out` is one pixel handed to it pixel after pixel. */
 #include "msf/runtime.h"
 
-void msf_resize_nearest_s8(const msf_layer_t *l, const int8_t *in, int8_t *out)
+void msf_resize_nearest_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
+                           const msf_sink_t *sink)
 {
     const size_t c = l->out_c, in_row = (size_t)l->in_w * c;
     for (int32_t y = 0; y < l->out_h; y++) {
         const int8_t *src = in + l->index[y] * in_row;
-        for (int32_t x = 0; x < l->out_w; x++, out += c) {
+        for (int32_t x = 0; x < l->out_w; x++) {
             memcpy(out, src + l->index[l->out_h + x] * c, c);
+            if (sink) {
+                sink->fn(y, x, out, l->out_c, sink->ctx);
+            } else {
+                out += c;
+            }
         }
     }
 }

@@ -4,7 +4,8 @@
  * + stride_h, ... of input rows (r + pad_top - ky) / stride_h inside the input, and alike for
  * the columns. The int32 sums are TFLM's scatter's, added in another order; then the bias and
  * the per-channel requantization of a conv (msf_pio/numerics.py). Weights OHWI. Called by the
- * generated schedule itself: an upsampling layer is never inside a fusion block. */
+ * generated schedule itself: an upsampling layer is never inside a fusion block. With a sink
+ * (a streamed network output), `out` is one pixel handed to it pixel after pixel. */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 
@@ -17,13 +18,14 @@ static inline int32_t msf_first_tap(int32_t pos, int32_t pad, int32_t stride, in
     return (pos + pad) % stride;
 }
 
-void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out)
+void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
+                           const msf_sink_t *sink)
 {
     const int32_t cin = l->in_c, kh = l->kernel_h, kw = l->kernel_w, off = l->in_offset;
     for (int32_t row = 0; row < l->out_h; row++) {
         int32_t i0;
         const int32_t ky0 = msf_first_tap(row, l->pad_top, l->stride_h, &i0);
-        for (int32_t col = 0; col < l->out_w; col++, out += l->out_c) {
+        for (int32_t col = 0; col < l->out_w; col++) {
             int32_t j0;
             const int32_t kx0 = msf_first_tap(col, l->pad_left, l->stride_w, &j0);
             for (int32_t oc = 0; oc < l->out_c; oc++) {
@@ -45,6 +47,11 @@ void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out)
                 }
                 out[oc] = msf_output_s8(acc, l->mult[oc], l->shift[oc], l->out_offset,
                                         l->act_min, l->act_max);
+            }
+            if (sink) {
+                sink->fn(row, col, out, l->out_c, sink->ctx);
+            } else {
+                out += l->out_c;
             }
         }
     }
