@@ -276,3 +276,36 @@ def test_a_streamed_output_from_an_upsampling_layer_goes_pixel_by_pixel(last):
     for plan in plans:
         check_plan_in_c(model, plan, x, run_model(model, x).reshape(-1),
                         sanitize=plan is plans[1])
+
+
+def test_onnxruntime_qdq_decoder_within_one_lsb(tmp_path):
+    """The same decoder quantized by onnxruntime (QDQ, per-channel weights: ConvTranspose's
+    along its axis 1): the int8 reference within one output LSB of onnxruntime's QDQ graph."""
+    from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                          quantize_static)
+    from msf_pio.model.quantize import dequantize, quantize_tensor
+    from msf_pio.model.weights import materialize
+    from msf_pio.reference import run_model
+    from .test_onnx_import import _input, _ort
+
+    class Reader(CalibrationDataReader):
+        def __init__(self):
+            self.inputs = iter({"x": _input((1, 3, 7, 6), 10 + i)} for i in range(4))
+
+        def get_next(self):
+            return next(self.inputs, None)
+
+    path = _onnx_unet(tmp_path, [1, 1, 1, 1], [1, 1],
+                      ("scales", [1, 1, 2, 2], "half_pixel", "round_prefer_floor"))
+    qpath = tmp_path / "qdq.onnx"
+    quantize_static(str(path), str(qpath), Reader(), quant_format=QuantFormat.QDQ,
+                    per_channel=True, activation_type=QuantType.QInt8,
+                    weight_type=QuantType.QInt8)
+    model = materialize(load_model(str(qpath)))
+    assert [l.op for l in model.layers] == ["conv2d", "transpose_conv", "resize_nearest",
+                                            "conv2d"]
+    q_out = model.layers[-1].q_out
+    for seed in range(3):
+        x = _input((7, 6, 3), seed)
+        ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
+        assert np.abs(ours - _ort(qpath, x)).max() <= q_out.scale * 1.001
