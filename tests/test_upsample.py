@@ -309,3 +309,44 @@ def test_onnxruntime_qdq_decoder_within_one_lsb(tmp_path):
         x = _input((7, 6, 3), seed)
         ours = dequantize(run_model(model, quantize_tensor(x, model.q_input)), q_out)
         assert np.abs(ours - _ort(qpath, x)).max() <= q_out.scale * 1.001
+
+
+
+def test_float_tflite_decoder_matches_tflm_float_and_quantizes(tmp_path):
+    """A float .tflite (as the converter writes it by default): CONV_2D (RELU) ->
+    TRANSPOSE_CONV 3x3/2 SAME -> RESIZE_NEAREST x2 (half-pixel). The float pass that calibrates
+    post-training quantization is TFLite Micro's float output, and the file quantizes."""
+    from tflite_micro.python.tflite_micro import runtime
+    from msf_pio.model.floatnet import forward
+    from msf_pio.model.lowering import lower
+    from msf_pio.model.tflite_import import read_tflite
+    from msf_pio.model.weights import materialize
+    b, F = TfliteBuilder(0), TT.FLOAT32
+
+    def const(name, shape, std):
+        return b.tensor(name, shape, F, data=b.rng.normal(0, std, shape).astype("<f4"))
+
+    x = b.tensor("x", (1, 5, 4, 3), F)
+    c = b.tensor("c", (1, 5, 4, 6), F)
+    b.op(OP.CONV_2D, [x, const("w1", (6, 3, 3, 3), 0.3), const("b1", (6,), 0.1)], [c],
+         OPT.Conv2DOptions, conv_options(SAME, 1, A.RELU))
+    shape = b.tensor("shape", (4,), TT.INT32, data=np.array([1, 10, 8, 4], "<i4"))
+    t = b.tensor("t", (1, 10, 8, 4), F)
+    b.op(OP.TRANSPOSE_CONV, [shape, const("wt", (4, 3, 3, 6), 0.3), c, const("bt", (4,), 0.1)],
+         [t], OPT.TransposeConvOptions, _tconv_options(SAME, (2, 2)))
+    size = b.tensor("size", (2,), TT.INT32, data=np.array([20, 16], "<i4"))
+    y = b.tensor("y", (1, 20, 16, 4), F)
+    b.op(OP.RESIZE_NEAREST_NEIGHBOR, [t, size], [y], OPT.ResizeNearestNeighborOptions,
+         _resize_options(half_pixel=True))
+    data = b.finish([x], [y])
+    path = tmp_path / "float_up.tflite"
+    path.write_bytes(data)
+    model, params = lower(read_tflite(path))
+    assert [l.op for l in model.layers] == ["conv2d", "transpose_conv", "resize_nearest"]
+    xin = np.random.default_rng(0).uniform(-1, 1, (5, 4, 3)).astype(np.float32)
+    interpreter = runtime.Interpreter.from_bytes(data, arena_size=1 << 20)
+    interpreter.set_input(xin[None], 0)
+    interpreter.invoke()
+    np.testing.assert_allclose(forward(model, params, xin), interpreter.get_output(0)[0],
+                               atol=1e-5)
+    assert materialize(load_model(str(path)), xin[None]).quantized
