@@ -97,7 +97,8 @@ def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_as_single_edges(tmp_pa
                    "transpose_conv", "resize_nearest", "conv2d"]
     up, up2, odd = model.layers[2], model.layers[6], model.layers[7]
     assert (up.out_shape, up.pad, up.stride) == ((10, 9, 8), (0, 1, 1, 1), (2, 2))
-    assert (up2.out_shape, up2.pad, up2.kernel) == ((41, 20, 3), (0, 0, -1, 0), (2, 3))   # a last row of bias alone
+    # (20 - 1) 2 + 2 = 40 rows the taps reach: row 40 is the bias alone
+    assert (up2.out_shape, up2.pad, up2.kernel) == ((41, 20, 3), (0, 0, -1, 0), (2, 3))
     assert odd.align_corners and model.layers[4].half_pixel and not odd.half_pixel
     graph = build_graph(model, "exact")
     ups = [l for l, layer in enumerate(model.layers) if layer.op in ir.UPSAMPLE_OPS]

@@ -34,8 +34,8 @@ class FloatWeights:
 
 
 def weight_shape(layer: Layer) -> tuple[int, ...]:
-    """The IR weight layout: conv and transposed conv OHWI, depthwise (1, kh, kw, C), dense (out, in), prelu (C,)
-    or, one slope per element, (H, W, C)."""
+    """The IR weight layout: conv and transposed conv OHWI, depthwise (1, kh, kw, C), dense
+    (out, in), prelu (C,) or, one slope per element, (H, W, C)."""
     kh, kw = layer.kernel
     if layer.op == ir.PRELU:
         return tuple(layer.in_shape) if layer.slope_per_pixel else (layer.cin,)

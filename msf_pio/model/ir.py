@@ -98,7 +98,8 @@ FIXED_OUTPUT_Q = {SOFTMAX: UNIT_INTERVAL, LOGISTIC: UNIT_INTERVAL}
 class Weights:
     """Quantized parameters of one layer (TFLite layouts).
 
-    conv2d and transpose_conv: int8 (C_out, kh, kw, C_in); depthwise: int8 (1, kh, kw, C); dense: int8 (out, in).
+    conv2d and transpose_conv: int8 (C_out, kh, kw, C_in); depthwise: int8 (1, kh, kw, C);
+    dense: int8 (out, in).
     `scales` are the per-output-channel symmetric weight scales, `bias` int32 per channel.
     prelu: the slopes below zero, int8 (C,) with one scale and a `zero_point` (TFLite's alpha
     tensor, per tensor and possibly asymmetric), (C,) or with `slope_per_pixel` (H, W, C); no
