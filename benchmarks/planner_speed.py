@@ -1,7 +1,8 @@
 """Planner speed (issue 20): every objective and the Pareto frontier per model, and the scaling
 of planning time with depth on chains of inverted-residual blocks, each a whole `msf-pio`
 process as a user runs it (imports, model load, graph, solve), with its wall time, CPU time
-(user + system: steadier than wall time on a shared machine) and peak RSS.
+(user + system: steadier than wall time on a shared machine) and peak RSS (per model: the
+largest of its commands').
 
 Targets: <= 2 s per objective and for `pareto` on every zoo model and MobileNetV2 1.0 at 224;
 a 300-layer chain (75 blocks) <= 10 s; time grows near-linearly with depth (the exponent fitted
@@ -85,7 +86,8 @@ def fmt(r: dict) -> str:
 
 def models_section(names: list[str], save: Path | None, timeout: float) -> None:
     print(f"seconds per command (CPU = user + system; wall), every solve with --board {BOARD}")
-    print(f"{'model':20s} " + " ".join(f"{c:>10s}" for c, _ in COMMANDS))
+    print(f"{'model':20s} " + " ".join(f"{c:>10s}" for c, _ in COMMANDS) +
+          f" {'peak RSS MB':>12s}")
     worst = 0.0
     tmp = tempfile.TemporaryDirectory()
     for name in names:
@@ -104,9 +106,10 @@ def models_section(names: list[str], save: Path | None, timeout: float) -> None:
                 print(f"  {stem} {label}: exit {r['status']}: {r['error']}")
             cells.append(r)
             worst = max(worst, r.get("cpu", r["wall"]))
+        rss = max((r["rss_kb"] for r in cells if not r["timeout"]), default=0) / 1024
         print(f"{stem:20s} " + " ".join(
             f"{'>' + format(r['wall'], '.0f') if r['timeout'] else format(r['cpu'], '.2f'):>10s}"
-            for r in cells), flush=True)
+            for r in cells) + f" {rss:12.1f}", flush=True)
     print(f"worst: {worst:.2f} s CPU (target <= 2 s, ratio {worst / 2:.2f})")
 
 
