@@ -81,7 +81,15 @@ def test_exact_solvers_are_optimal(spec, fmax, data):
     rams = sorted({e.ram for e in graph.edges})
     pmaxes = [data.draw(st.sampled_from(rams)), data.draw(st.sampled_from(rams)) - 1, math.inf]
     check_against_bruteforce(graph, [fmax, 1.0, 1.25, math.inf], pmaxes)
-    check_min_latency(graph, pmaxes)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spec=small_specs(max_layers=7), data=st.data())
+def test_min_latency_is_optimal(spec, data):
+    """(Smaller models: paths of exact cycles rarely coincide, so few merge as MACs do.)"""
+    graph = build_graph(spec_to_model(spec), "exact")
+    rams = sorted({e.ram for e in graph.edges})
+    check_min_latency(graph, [data.draw(st.sampled_from(rams)), math.inf])
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
