@@ -192,7 +192,8 @@ def _scan_c(text: str) -> tuple[list[str], dict[str, bool], set[str]]:
                         if parens == 0:
                             break
                         i -= 1
-                    defined[head[i - 1]] = "static" not in head
+                    # MSF_INLINE is `static inline` (msf/requant.h): file-local too
+                    defined[head[i - 1]] = not {"static", "MSF_INLINE"} & set(head)
                 depth = 1
             elif tok == ";":
                 head = []
