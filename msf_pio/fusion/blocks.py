@@ -10,11 +10,12 @@ rows already read (reuse.py); its MACs are those its schedule runs plus the head
 
 A family is walked from its last layer back, its blocks growing one layer at a time. What a
 tensor's ring holds depends only on the layers after it, so the schedules are simulated over a
-window of the family's last layers, doubled when a block reaches past it, and every block's
-rings and MACs are sums from the family's end (Costs): a block costs the same whatever its
-length. A family may have a RAM cap (bounds.py): the rings of the tensors after a block's
-first internal one only add up as the block grows, so once they alone exceed the cap no longer
-block of the family is costed, and no block above the cap becomes an edge.
+window of the family's last layers, widened when a block reaches past it (doubled, or as far
+as the last family's), and every block's rings and MACs are sums from the family's end
+(Costs): a block costs the same whatever its length. A family may have a RAM cap (bounds.py):
+the rings of the tensors after a block's first internal one only add up as the block grows, so
+once they alone exceed the cap no longer block of the family is costed, and no block above the
+cap becomes an edge.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ class Cuts:
         self._skip: dict[int, int] = {}
         self._top: dict[int, bool] = {}
         self._shift: dict[tuple[int, int], bool] = {}
+        self.reached = 0      # how far back (layers) the last family's window had to go
 
     def skip_bytes(self, first: int) -> int:
         if first not in self._skip:
@@ -82,9 +84,13 @@ class Family:
             self.start = max(self.lowest, self.end - WINDOW)
 
     def reach(self, first: int) -> None:
-        """Widens the window to hold the block from `first` (at least doubling it)."""
+        """Widens the window to hold the block from `first`: at least doubling it, and at once
+        as far back as the last family widened to (its neighbour's blocks are likely as long:
+        a window simulated again and again as it doubles costs more than one too long)."""
         if first < self.start:
-            self.start = max(self.lowest, min(first, 2 * self.start - self.end))
+            self.start = max(self.lowest, min(first, 2 * self.start - self.end,
+                                              self.end - self.cuts.reached))
+            self.cuts.reached = self.end - self.start
             self._cache.clear()
 
     def cached(self, key, make: Callable[[int], object]):
