@@ -18,7 +18,9 @@ the KWS 10x4 stem and its 24x5 average pool) as a one-layer model, msf-pio's fir
 and run through PlatformIO under the vanilla plan (as kernel_instructions.py does: it times
 msf_model_run, so the per-call set-up of the one edge is counted on our side) beside the one
 CMSIS-NN call, instructions per nominal MAC (every kernel tap, padding included; a pooling
-layer's taps), their ratio, and whether both outputs are the reference's bytes.
+layer's taps), their ratio, whether both outputs are the reference's bytes, and msf-pio's
+stack (the firmware's measure) and code (the runtime's and generated model's functions,
+mlperf_tiny.flash).
 
 Run: python benchmarks/cmsis_nn.py --cmsis-nn DIR [--boards qemu_f767zi,qemu_f412zg]
                                    [--only SUBSTRING] [--jobs 2]       (the table, ~5 min)
@@ -48,6 +50,7 @@ from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.reference import run_layer  # noqa: E402
 from msf_pio.verify import quantized_model, seeded_input  # noqa: E402
 from kernel_instructions import SHAPES, project_for, run  # noqa: E402
+from mlperf_tiny import flash  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 BOARD_FILES = REPO / "msf_pio" / "pio" / "platform" / "boards"
@@ -285,9 +288,11 @@ def classes_table(cmsis: Path, boards, jobs: int, only: str = "") -> None:
 
         def one(job):
             k, (name, board) = job
-            ours, error = run(core, project_for(tmp, f"class{k}", board,
-                                                model=str(models[name]), objective="vanilla"),
-                              board)
+            project = project_for(tmp, f"class{k}", board, model=str(models[name]),
+                                  objective="vanilla")
+            ours, error = run(core, project, board)
+            if ours is not None:
+                ours["code"] = flash(project, board)["code"]
             theirs = measure(quantized_model(str(models[name])), board, cmsis,
                              tmp / f"cmsis{k}", objs[board])
             return (name, board), (ours, error, theirs)
@@ -296,8 +301,8 @@ def classes_table(cmsis: Path, boards, jobs: int, only: str = "") -> None:
         with ThreadPoolExecutor(jobs) as pool:
             results.update(pool.map(one, enumerate((n, b) for n in shapes for b in boards)))
         print("| shape | board | nominal MACs | ours instr/MAC | CMSIS-NN -Ofast instr/MAC | "
-              "ours / CMSIS-NN | bytes identical |")
-        print("|---|---|---:|---:|---:|---:|---|")
+              "ours / CMSIS-NN | bytes identical | ours stack B | ours code B |")
+        print("|---|---|---:|---:|---:|---:|---|---:|---:|")
         for name in shapes:
             macs = nominal_macs(load_model(str(models[name])).layers[0])
             for board in boards:
@@ -305,11 +310,12 @@ def classes_table(cmsis: Path, boards, jobs: int, only: str = "") -> None:
                 theirs = instructions / macs
                 if ours is None:
                     print(f"| {name} | {board} | {macs:,} | error: {error[:60]} | "
-                          f"{theirs:.2f} | - | - |")
+                          f"{theirs:.2f} | - | - | - | - |")
                     continue
                 mine = int(ours["cycles"]) / macs
                 print(f"| {name} | {board} | {macs:,} | {mine:.2f} | {theirs:.2f} | "
-                      f"{mine / theirs:.2f}x | {'yes' if same else 'NO'} |", flush=True)
+                      f"{mine / theirs:.2f}x | {'yes' if same else 'NO'} | "
+                      f"{ours.get('stack', '-')} | {ours['code']:,} |", flush=True)
 
 
 def main(argv=None) -> int:
