@@ -44,8 +44,11 @@ MODELS = {
     "ad": ("ad01_int8.tflite", "mlperf-tiny-ad", 5.261),
 }
 XCUBE_HZ = 120e6
-# the link map's input sections: size, object file
-SECTION = re.compile(r"^ \.(text|rodata)\S*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\.o)\b", re.M)
+# the link map's input sections: size, object file; on one line, or (a long section name) the
+# name on its own line and the rest on the next (the first pattern must not span lines, or it
+# counts those twice)
+SECTION = re.compile(r"^ \.(text|rodata)\S*[ \t]+0x[0-9a-f]+[ \t]+0x([0-9a-f]+)[ \t]+(\S+\.o)\b",
+                     re.M)
 SECTION_WRAPPED = re.compile(r"^ \.(text|rodata)\S*\n\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\.o)\b",
                              re.M)
 

@@ -1,0 +1,185 @@
+"""Flash of msf-pio's runtime and generated model beside TFLite Micro's interpreter and kernels,
+per .tflite model, on Cortex-M4.
+
+TFLite Micro side: its library built by its own Makefile from a checkout of its public sources
+(https://github.com/tensorflow/tflite-micro; the Makefile's third-party downloads, flatbuffers,
+gemmlowp, ruy and CMSIS's Cortex-M device headers, already in
+tensorflow/lite/micro/tools/make/downloads/: this script does not download anything), target
+cortex_m_generic, TARGET_ARCH=cortex-m4, BUILD_TYPE=release (error strings stripped), every
+part at -Os; then per model a firmware whose main registers only the model's builtin ops
+(MicroMutableOpResolver), allocates the tensors and invokes the interpreter once, linked with
+--gc-sections (picolibc). Reported: the .text and .rodata the link keeps from TFLite Micro's
+library objects (the interpreter, allocator, flatbuffer reading and the registered kernels;
+the C and C++ runtime libraries and the main excluded), and the model's flatbuffer (weights
+and graph, in the main's .rodata).
+
+msf-pio side: the model's firmware on --board (the benchmark firmware, vanilla plan, or the
+least-RAM plan when vanilla does not fit), the code and constant data of the runtime's and the
+generated model's objects (benchmarks/mlperf_tiny.py's flash(): board support, C library and
+main excluded).
+
+Run: python benchmarks/tflm_size.py --tflm DIR --models DIR [--board qemu_f412zg] [--jobs 2]
+"""
+from __future__ import annotations
+
+import argparse
+import shutil
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from kernel_instructions import project_for  # noqa: E402
+from mlperf_tiny import SECTION, SECTION_WRAPPED, flash  # noqa: E402
+from msf_pio.pio import bootstrap  # noqa: E402
+from msf_pio.pio.project import pio  # noqa: E402
+
+GEN = "gen/cortex_m_generic_cortex-m4_release_gcc"
+LIB = f"{GEN}/lib/libtensorflow-microlite.a"
+MAKE = ["make", "-f", "tensorflow/lite/micro/tools/make/Makefile", "TARGET=cortex_m_generic",
+        "TARGET_ARCH=cortex-m4", "BUILD_TYPE=release", "CORE_OPTIMIZATION_LEVEL=-Os",
+        "KERNEL_OPTIMIZATION_LEVEL=-Os", "THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL=-Os",
+        "microlite"]
+# the library's own flags for this target (make -n), less the warnings
+FLAGS = ["-fno-rtti", "-fno-exceptions", "-fno-threadsafe-statics", "-fno-unwind-tables",
+         "-fno-asynchronous-unwind-tables", "-ffunction-sections", "-fdata-sections",
+         "-DTF_LITE_STATIC_MEMORY", "-DNDEBUG", "-DTF_LITE_STRIP_ERROR_STRINGS", "-std=c++17",
+         "-mcpu=cortex-m4+nofp", "-mthumb", "-mfloat-abi=soft", "-funsigned-char", "-Os"]
+DOWNLOADS = "tensorflow/lite/micro/tools/make/downloads"
+INCLUDES = [".", f"{DOWNLOADS}/gemmlowp", f"{DOWNLOADS}/flatbuffers/include", f"{DOWNLOADS}/ruy"]
+LINK = ["--specs=picolibc.specs", "--crt0=hosted", "-Wl,--gc-sections",
+        "-Wl,--defsym=__flash=0x08000000", "-Wl,--defsym=__flash_size=0x400000",
+        "-Wl,--defsym=__ram=0x20000000", "-Wl,--defsym=__ram_size=0x100000"]
+# builtin operator -> MicroMutableOpResolver method
+RESOLVER = {"CONV_2D": "AddConv2D", "DEPTHWISE_CONV_2D": "AddDepthwiseConv2D",
+            "AVERAGE_POOL_2D": "AddAveragePool2D", "MAX_POOL_2D": "AddMaxPool2D",
+            "FULLY_CONNECTED": "AddFullyConnected", "SOFTMAX": "AddSoftmax",
+            "RESHAPE": "AddReshape", "ADD": "AddAdd", "MUL": "AddMul", "PAD": "AddPad",
+            "MEAN": "AddMean", "QUANTIZE": "AddQuantize", "DEQUANTIZE": "AddDequantize",
+            "LOGISTIC": "AddLogistic", "HARD_SWISH": "AddHardSwish",
+            "CONCATENATION": "AddConcatenation", "RELU": "AddRelu", "RELU6": "AddRelu6"}
+BENCHMARKS = ("vww_96_int8.tflite", "pretrainedResnet_quant.tflite", "kws_ref_model.tflite",
+              "ad01_int8.tflite")
+
+
+def builtin_ops(path: Path) -> list[str]:
+    from tflite_micro.tensorflow.lite.micro.python import schema_py_generated as fb
+    names = {v: k for k, v in vars(fb.BuiltinOperator).items() if not k.startswith("_")}
+    model = fb.Model.GetRootAs(path.read_bytes(), 0)
+    codes = [model.OperatorCodes(i) for i in range(model.OperatorCodesLength())]
+    return sorted({names[max(c.BuiltinCode(), c.DeprecatedBuiltinCode())] for c in codes})
+
+
+def main_cc(model: bytes, ops: list[str]) -> str:
+    missing = [op for op in ops if op not in RESOLVER]
+    if missing:
+        raise SystemExit(f"no resolver method known for {', '.join(missing)}")
+    data = ",".join(str(b) for b in model)
+    adds = "\n".join(f"    resolver.{RESOLVER[op]}();" for op in ops)
+    return f"""#include <string.h>
+#include "tensorflow/lite/micro/micro_interpreter.h"
+#include "tensorflow/lite/micro/micro_mutable_op_resolver.h"
+#include "tensorflow/lite/schema/schema_generated.h"
+
+alignas(16) static const unsigned char model[] = {{{data}}};
+alignas(16) static uint8_t arena[512 * 1024];
+
+extern "C" void _exit(int) {{ for (;;) {{}} }}   // no operating system to return to
+
+int main()
+{{
+    static tflite::MicroMutableOpResolver<{len(ops)}> resolver;
+{adds}
+    static tflite::MicroInterpreter interpreter(tflite::GetModel(model), resolver, arena,
+                                                sizeof arena);
+    if (interpreter.AllocateTensors() != kTfLiteOk) return 1;
+    TfLiteTensor *in = interpreter.input(0);
+    memset(in->data.raw, 0, in->bytes);
+    if (interpreter.Invoke() != kTfLiteOk) return 2;
+    return interpreter.output(0)->data.raw[0];
+}}
+"""
+
+
+def tflm_flash(tflm: Path, path: Path, work: Path) -> dict[str, int]:
+    """The bytes the firmware keeps of TFLite Micro's library (code, constant data) and the
+    model's flatbuffer."""
+    work.mkdir(parents=True, exist_ok=True)
+    src = work / "main.cc"
+    src.write_text(main_cc(path.read_bytes(), builtin_ops(path)))
+    elf, mapfile = work / "tflm.elf", work / "tflm.map"
+    cmd = ["arm-none-eabi-g++", *FLAGS, *(f"-I{tflm / i}" for i in INCLUDES), str(src),
+           str(tflm / LIB), *LINK, f"-Wl,-Map={mapfile}", "-o", str(elf)]
+    built = subprocess.run(cmd, capture_output=True, text=True)
+    if built.returncode:
+        raise SystemExit(f"{path.name}: the TFLite Micro firmware did not link:\n"
+                         f"{built.stderr[-2000:]}")
+    text = mapfile.read_text()
+    sizes = {"code": 0, "data": 0, "model": 0}
+    for kind, size, obj in SECTION.findall(text) + SECTION_WRAPPED.findall(text):
+        if "libtensorflow-microlite.a(" in obj:
+            sizes["code" if kind == "text" else "data"] += int(size, 16)
+    nm = subprocess.run(["arm-none-eabi-nm", "-S", "-C", str(elf)], capture_output=True,
+                        text=True, check=True).stdout
+    sizes["model"] = next(int(line.split()[1], 16) for line in nm.splitlines()
+                          if line.endswith(" model"))
+    return sizes
+
+
+def ours(core: str, tmp: Path, path: Path, board: str):
+    """(plan, flash) of msf-pio's firmware for the model, or (plan, error)."""
+    for plan, opts in (("vanilla", {"objective": "vanilla"}), ("p1:inf", {})):
+        project = project_for(tmp, f"{path.stem}-{plan.replace(':', '_')}", board,
+                              ram_limit="auto", model=str(path), **opts)
+        code, out = pio(core, project, "run", "-e", board)
+        if code == 0:
+            return plan, flash(project, board)
+        if not any(w in out for w in ("RAM", "infeasible")):
+            return plan, out.strip().splitlines()[-1][:80]
+    return plan, out.strip().splitlines()[-1][:80]
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tflm", type=Path, required=True, help="TFLite Micro checkout")
+    ap.add_argument("--models", type=Path, required=True, help="folder of .tflite files")
+    ap.add_argument("--board", default="qemu_f412zg")
+    ap.add_argument("--jobs", type=int, default=2)
+    args = ap.parse_args(argv)
+    if shutil.which("arm-none-eabi-g++") is None:
+        raise SystemExit("needs arm-none-eabi-g++")
+    if not (args.tflm / LIB).is_file():
+        subprocess.run([*MAKE, f"TARGET_TOOLCHAIN_ROOT={Path(shutil.which('arm-none-eabi-gcc')).parent}/",
+                        f"-j{args.jobs}"], cwd=args.tflm, check=True)
+    files = [args.models / f for f in BENCHMARKS if (args.models / f).is_file()] or \
+        sorted(args.models.glob("*.tflite"))
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        core = str(tmp / "core")
+        bootstrap.install_tool_scons(core, log=lambda _m: None)
+        with ThreadPoolExecutor(args.jobs) as pool:
+            mine = list(pool.map(lambda p: ours(core, tmp, p, args.board), files))
+        theirs = [tflm_flash(args.tflm, p, tmp / f"tflm-{p.stem}") for p in files]
+    print(f"| model | ops | msf-pio plan ({args.board}) | msf-pio code B | msf-pio data B | "
+          "TFLM code B | TFLM data B | TFLM flatbuffer B | code msf-pio / TFLM | "
+          "code + data msf-pio / TFLM (+ flatbuffer) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for path, (plan, size), t in zip(files, mine, theirs):
+        ops = ", ".join(builtin_ops(path))
+        if isinstance(size, str):
+            print(f"| {path.name} | {ops} | error: {size} | | | {t['code']:,} | {t['data']:,} | "
+                  f"{t['model']:,} | | |")
+            continue
+        total, their_total = size["code"] + size["data"], t["code"] + t["data"] + t["model"]
+        print(f"| {path.name} | {ops} | {plan} | {size['code']:,} | {size['data']:,} | "
+              f"{t['code']:,} | {t['data']:,} | {t['model']:,} | "
+              f"{size['code'] / t['code']:.2f} | {total / their_total:.2f} |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
