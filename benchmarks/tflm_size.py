@@ -153,8 +153,9 @@ def main(argv=None) -> int:
     if shutil.which("arm-none-eabi-g++") is None:
         raise SystemExit("needs arm-none-eabi-g++")
     if not (args.tflm / LIB).is_file():
-        subprocess.run([*MAKE, f"TARGET_TOOLCHAIN_ROOT={Path(shutil.which('arm-none-eabi-gcc')).parent}/",
-                        f"-j{args.jobs}"], cwd=args.tflm, check=True)
+        root = Path(shutil.which("arm-none-eabi-gcc")).parent
+        subprocess.run([*MAKE, f"TARGET_TOOLCHAIN_ROOT={root}/", f"-j{args.jobs}"],
+                       cwd=args.tflm, check=True)
     files = [args.models / f for f in BENCHMARKS if (args.models / f).is_file()] or \
         sorted(args.models.glob("*.tflite"))
     with tempfile.TemporaryDirectory() as tmp:
