@@ -39,12 +39,13 @@ MODELS = {
     "conv3-s2": ([24, 24, 3], [{"op": "conv2d", "out": 16, "kernel": 3, "stride": 2}]),
     "conv3-s1-c32": ([8, 8, 32], [{"op": "conv2d", "out": 8, "kernel": 3}]),
     # dense convolutions across input and output channels, so the window work per pixel
-    # (gathered taps, runs of taps) parts from the work per MAC: few inputs (2, 1 under a
-    # rectangular strided window clipped at the sides), many (16, 40), and a window longer than
-    # the DSP conv's gather scratch (3 x 3 x 64 > 512, taps read where they lie)
+    # (expanded taps, inner-loop set-ups) parts from the work per MAC: few inputs (2, 1 under
+    # a rectangular strided window clipped at the sides), many (16, 40, 64)
     "conv3-16-24": ([14, 14, 16], [{"op": "conv2d", "out": 24, "kernel": 3}]),
     "conv3-40-48-s2": ([12, 12, 40], [{"op": "conv2d", "out": 48, "kernel": 3, "stride": 2}]),
     "conv3-c64": ([7, 7, 64], [{"op": "conv2d", "out": 40, "kernel": 3}]),
+    # a window longer than the conv kernel's buffer holds for two pixels: gathered in parts
+    "conv3-c128": ([5, 5, 128], [{"op": "conv2d", "out": 20, "kernel": 3}]),
     "conv3-c2": ([14, 14, 2], [{"op": "conv2d", "out": 24, "kernel": 3}]),
     "conv8x3-s2-c1": ([29, 12, 1], [{"op": "conv2d", "out": 32, "kernel": [8, 3],
                                       "stride": 2}]),

@@ -31,7 +31,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from msf_pio.codegen import stack  # noqa: E402
+from msf_pio.codegen import kernel_data, specialise, stack  # noqa: E402
 from msf_pio.pio import bootstrap, stack_graph  # noqa: E402
 from msf_pio.pio.project import make_project, pio  # noqa: E402
 
@@ -103,7 +103,7 @@ def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | No
     return project
 
 
-def library_flags(core, project: Path, board: str) -> tuple[str, list[str]]:
+def library_flags(core, project: Path, board: str) -> tuple[str, list[str], str]:
     """The compiler and the flags PlatformIO gives the library's sources
     (compile_commands.json), less outputs, the build's own include paths and the call-graph
     flags added here; include paths inside this repository are kept, as {repo}/..."""
@@ -128,7 +128,38 @@ def library_flags(core, project: Path, board: str) -> tuple[str, list[str]]:
             continue
         else:
             flags.append(a)
-    return Path(args[0]).name, flags
+    return Path(args[0]).name, flags, args[0]
+
+
+# The shapes whose specialised kernels bound the frame of any (stack.SPECIALISED): windows,
+# input channels, strides, requantization modes and clamps across the zoo's range
+KERNEL_SHAPES = [specialise.ConvShape(kh, kw, cin, s, s, kw // 2, mode, full)
+                 for kh, kw in ((1, 1), (3, 3), (5, 5), (10, 4)) for cin in (1, 3, 8, 16, 64, 256)
+                 for s in (1, 2) for mode in (0, 1, 2, 3) for full in (False, True)
+                 if (kh + s) * kernel_data.conv_row(kw, cin, s) <= kernel_data.CONV_BUFFER - 4] + \
+                [specialise.DepthwiseShape(c, full) for c in (4, 8, 16, 64, 256)
+                 for full in (False, True)]
+
+
+def specialised_frame(compiler: str, flags: list[str], tmp: Path) -> int:
+    """The largest frame of the KERNEL_SHAPES' specialised kernels, compiled as the board's
+    generated code is."""
+    src = tmp / "specialised.c"
+    names = [s.name for s in KERNEL_SHAPES]
+    src.write_text("\n".join([
+        '#include "msf/kernels.h"', "", "MSF_KERNEL_SPEED", "",
+        *specialise.definitions(KERNEL_SHAPES),
+        "typedef void (*kernel_t)(const msf_layer_t *, const msf_view_t *, const msf_view_t *,",
+        "                         int32_t, int32_t, int32_t, void *);",
+        f"const kernel_t msf_kernels[{len(names)}] = {{{', '.join(names)}}};", ""]))
+    cmd = [compiler, *[f.replace("{repo}", str(REPO)) for f in flags],
+           f"-I{REPO / 'library' / 'include'}", "-fstack-usage", "-c", str(src),
+           "-o", str(tmp / "specialised.o")]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+    frames = [int(line.split("\t")[1]) for line in (tmp / "specialised.su").read_text().splitlines()
+              if line.split("\t")[0].rsplit(":", 1)[-1] in names]
+    assert len(frames) == len(names), "a specialised kernel was not compiled"
+    return max(frames)
 
 
 def arch_and_framework(board: str) -> tuple[str, str]:
@@ -185,10 +216,12 @@ def calibrate(core, tmp: Path, board: str, jobs: int, packages: Path | None = No
         raise RuntimeError(f"{board}: the variants start in different functions {entries}")
     merged = stack_graph.merge(graphs)
     stack_graph.check_acyclic(merged)
-    compiler, flags = library_flags(core, projects["demo"], board)
+    compiler, flags, path = library_flags(core, projects["demo"], board)
     version = subprocess.run([compiler, "--version"], capture_output=True,
                              text=True).stdout.split("\n")[0]
     align, interrupts = ARCH[arch][1], FRAMEWORKS[framework][0]
+    (tmp / board).mkdir(exist_ok=True)
+    specialised = specialised_frame(path, flags, tmp / board)
     return {
         "framework": framework,
         "compiler": compiler,
@@ -197,6 +230,7 @@ def calibrate(core, tmp: Path, board: str, jobs: int, packages: Path | None = No
         "stack_align": align,
         "entry": entries.pop(),
         "interrupts": interrupts,
+        "specialised": specialised,
         "functions": {name: {"frame": fn.frame, "calls": sorted(fn.calls),
                              **({"dynamic": True} if fn.dynamic else {}),
                              **({"unit": fn.unit} if fn.unit else {})}

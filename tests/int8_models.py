@@ -87,6 +87,8 @@ WEIGHTED = {   # the tests apply each activation to the last layer
     "conv5x5_s1_pad1": ((9, 9, 2), [{"op": "conv2d", "out": 3, "kernel": 5, "padding": 1}]),
     "conv5x5_s2_same": ((11, 10, 8), [{"op": "conv2d", "out": 7, "kernel": 5, "stride": 2}]),
     "conv3x3_cin13": ((6, 6, 13), [{"op": "conv2d", "out": 5, "kernel": 3}]),
+    # window rows too long for the conv's column buffer: pixels gathered in parts
+    "conv3x3_cin120": ((4, 5, 120), [{"op": "conv2d", "out": 5, "kernel": 3, "stride": 2}]),
     "conv1x1": ((7, 7, 8), [{"op": "pointwise", "out": 6}]),
     "conv1x1_cin13": ((5, 6, 13), [{"op": "pointwise", "out": 9}]),
     "conv1x1_cin11": ((5, 4, 11), [{"op": "pointwise", "out": 7}]),    # taps % 4: 1, 3, 2
@@ -98,8 +100,14 @@ WEIGHTED = {   # the tests apply each activation to the last layer
                                      "padding": 1}]),
     "dw7x7_s2_same": ((13, 12, 5), [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
     "dw3x3_valid": ((7, 7, 3), [{"op": "depthwise_conv2d", "kernel": 3, "padding": "valid"}]),
-    # 19 channels: a chunk of 15 (its last 3 run as its last four), then one of 4
+    # 19 channels: four groups of four, then 3 one by one
     "dw3x3_c19": ((6, 5, 19), [{"op": "depthwise_conv2d", "kernel": 3}]),
+    # whole groups of four channels: the folded 3x3 path (kernel_data.folds), windows read
+    # where they lie inside, copied where clipped
+    "dw3x3_c8": ((7, 6, 8), [{"op": "depthwise_conv2d", "kernel": 3}]),
+    "dw3x3_c12_s2": ((9, 8, 12), [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),
+    "dw3x3_c4_valid": ((6, 7, 4), [{"op": "depthwise_conv2d", "kernel": 3,
+                                    "padding": "valid"}]),
     # rectangular windows: each axis its own kernel, stride and padding (the first: the stem of
     # MLPerf Tiny's keyword spotting DS-CNN, 10x4 stride 2 on one channel)
     "conv10x4_s2_same": ((15, 9, 1), [{"op": "conv2d", "out": 6, "kernel": [10, 4],
@@ -118,6 +126,7 @@ WEIGHTED = {   # the tests apply each activation to the last layer
                                      "padding": 1}]),
     "dense_after_gap": ((5, 5, 7), [{"op": "global_avgpool"}, {"op": "dense", "out": 4}]),
     "dense_flatten": ((3, 2, 5), [{"op": "dense", "out": 6}]),
+    "dense_long": ((1, 1, 1101), [{"op": "dense", "out": 19}]),    # in parts, chunks of 16
     "dense_dense": ((1, 1, 9), [{"op": "dense", "out": 8, "act": "relu"},
                                 {"op": "dense", "out": 3}]),
     "add": ((6, 6, 4), [{"op": "pointwise", "out": 4}, {"op": "add", "from": "input"}]),

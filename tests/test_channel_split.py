@@ -13,7 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from msf_pio.codegen.generate import generate
+from msf_pio import numerics as nm_
+from msf_pio.codegen import kernel_data
+from msf_pio.codegen.generate import generate, group_layer
 from msf_pio.codegen.host import LIBRARY, write_sources
 from msf_pio.fusion import latency, solvers
 from msf_pio.fusion.graph import build_graph
@@ -173,7 +175,8 @@ def test_split_plan_cross_compiles_warning_free(mn2, target, tmp_path):
     if shutil.which(CROSS[target][0]) is None:
         pytest.skip(f"{CROSS[target][0]} is not installed (scripts/setup.sh installs it)")
     model, graph, _, _ = mn2
-    write_sources(generate(model, solvers.p1_min_ram(graph, 1.3)), tmp_path)
+    plan = solvers.p1_min_ram(graph, 1.3)
+    write_sources(generate(model, plan), tmp_path)
     for flags in ([], ["-DMSF_COUNT_MACS", "-DMSF_MEASURE_ARENA"]):
         cmd = [*CROSS[target], "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding",
                *flags, f"-I{LIBRARY / 'include'}", f"-I{tmp_path}", "-c",
@@ -181,10 +184,25 @@ def test_split_plan_cross_compiles_warning_free(mn2, target, tmp_path):
         proc = subprocess.run(cmd, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
     # flash holds every weight once: the object's weight arrays (a layer's own w, a split
-    # edge's per-group dwg/pwg) add up to the model's weights
+    # edge's per-group ewg/dwg/pwg) add up to the model's weights, each laid out once as its
+    # kernel reads it (kernel_data: pairs of filters, groups of four channels; a group's own)
     nm = subprocess.run([CROSS[target][0].replace("gcc", "nm"), "-S", str(tmp_path / "m.o")],
                         capture_output=True, text=True, check=True).stdout
     held = sum(int(f[1], 16) for f in map(str.split, nm.splitlines())
-               if len(f) == 4 and re.fullmatch(r"(w|dwg|pwg)\d+", f[3]))
-    assert held == sum(l.weights.w.size for l in model.layers if l.weights is not None
-                       and l.op in (ir.CONV, ir.DEPTHWISE, ir.DENSE))
+               if len(f) == 4 and re.fullmatch(r"(w|ewg|dwg|pwg)\d+", f[3]))
+    split = {e.first: e.detail["g"] for e in plan.blocks if e.scheme == "channel-split"}
+    assert split
+    laid_out = lambda layer, rq: kernel_data.layer_data(layer, rq)["weights"].nbytes
+    want = 0
+    for i, layer in enumerate(model.layers):
+        if layer.weights is None or layer.op not in (ir.CONV, ir.DEPTHWISE, ir.DENSE):
+            continue
+        first = next((f for f in split if f <= i <= f + 2), None)
+        if first is None:
+            want += laid_out(layer, nm_.requantization(model, i))
+        elif i == first + 2:                          # the projection's input channels: OHWI
+            want += layer.weights.w.size
+        else:
+            want += sum(laid_out(*group_layer(model, i, c, split[first]))
+                        for c in range(0, layer.cout, split[first]))
+    assert held == want

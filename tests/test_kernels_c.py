@@ -20,6 +20,8 @@ import numpy as np
 import pytest
 
 from msf_pio import numerics as nm
+from msf_pio.codegen import kernel_data
+from msf_pio.codegen.generate import c_channels, c_weights, weights_ref
 from msf_pio.model import ir
 from msf_pio.pio import PLATFORM_DIR
 from msf_pio.reference import layer_macs, run_layer
@@ -43,12 +45,12 @@ SEEDS = (0, 1)
 _INT_FIELDS = ["op", "kernel_h", "kernel_w", "stride_h", "stride_w", "pad_top", "pad_left",
                "in_h", "in_w", "in_c", "out_h", "out_w", "out_c", "in_offset", "out_offset",
                "act_min", "act_max", "in2_offset", "left_shift", "in1_mult", "in1_shift",
-               "in2_mult", "in2_shift", "narrow"]
+               "in2_mult", "in2_shift", "requant", "folded", "scratch"]
 
 
 class Case(ctypes.Structure):
     _fields_ = [(f, ctypes.c_int32) for f in _INT_FIELDS] + [
-        (f, ctypes.c_void_p) for f in ("weights", "bias", "mult", "shift")]
+        (f, ctypes.c_void_p) for f in ("weights", "channels", "mult", "shift")]
 
 
 class View(ctypes.Structure):
@@ -104,11 +106,10 @@ class Kernels:
 
         if isinstance(rq, nm.ChannelRequant):
             c.in_offset, c.out_offset = rq.input_offset, rq.output_offset
-            c.weights = pointer(layer.weights.w, np.int8)
-            c.bias = pointer(layer.weights.bias, np.int32)
-            c.mult = pointer(rq.multiplier, np.int32)
-            c.shift = pointer(rq.shift, np.int8)
-            c.narrow = int(rq.narrow)
+            data = kernel_data.layer_data(layer, rq)
+            c.weights = pointer(data["weights"], data["weights"].dtype)
+            c.channels = pointer(data["channels"], kernel_data.CHANNEL)
+            c.requant, c.folded, c.scratch = data["requant"], data["folded"], data["scratch"]
         elif isinstance(rq, nm.AddRequant):
             c.in_offset, c.in2_offset, c.out_offset = (rq.input1_offset, rq.input2_offset,
                                                        rq.output_offset)
@@ -347,10 +348,12 @@ def test_emulated_board_support_compiles_warning_free(board, tmp_path):
 # -- the DSP path, run on emulated Cortex-M4/M7 ---------------------------------------------
 QEMU = {"cortex-m7": "mps2-an500", "cortex-m4": "mps2-an386"}
 DSP_CASES = ["conv3x3_s1_same-relu6", "conv5x5_s2_same-none", "conv3x3_cin13-none",
+             "conv3x3_cin120-relu6", "dense_long-none",
              "conv1x1_cin13-relu6", "conv1x1_s2-none", "conv1x1-none", "conv1x1_cin11-relu6",
              "conv1x1_cin6-none", "conv3x3_s2_pad1-relu6",
              "dw3x3_s2_same-relu6", "dw3x3_s1_same-none", "dw5x5_s2_pad1-relu6",
-             "dw7x7_s2_same-none", "add-none", "conv10x4_s2_same-relu6",
+             "dw7x7_s2_same-none", "dw3x3_c8-relu6", "dw3x3_c12_s2-none",
+             "dw3x3_c4_valid-relu6", "add-none", "conv10x4_s2_same-relu6",
              "conv3x1_s21_same-none", "conv5x3_s12_pad1-relu6", "dw3x1_s12_same-none",
              "dw3x5_s2_pad1-relu6", "dw3x3_c19-relu6", "maxpool_k3_s2_c19",
              "avgpool_k2_same_c13", "avgpool_k24x5_c8"]
@@ -377,18 +380,22 @@ def _dsp_program(models) -> str:
         fields = dict(op=OP_NAMES[layer.op], kernel_h=layer.kernel_h, kernel_w=layer.kernel_w,
                       stride_h=layer.stride_h, stride_w=layer.stride_w, pad_top=layer.pad_top,
                       pad_left=layer.pad_left, in_h=ih, in_w=iw, in_c=ic, out_h=oh, out_w=ow,
-                      out_c=oc, skip=-1, act_min=rq.act_min,
-                      act_max=rq.act_max, mult=f"m{n}", shift=f"s{n}")
+                      out_c=oc, skip=-1, act_min=rq.act_min, act_max=rq.act_max)
+        wide = {}
         if isinstance(rq, nm.ChannelRequant):
-            decls += [_c_array("int8_t", f"w{n}", layer.weights.w),
-                      _c_array("int32_t", f"b{n}", layer.weights.bias),
-                      _c_array("int32_t", f"m{n}", rq.multiplier),
-                      _c_array("int8_t", f"s{n}", rq.shift)]
+            data = kernel_data.layer_data(layer, rq)
+            exact = kernel_data.layer_data(layer, rq, fast=False)
+            decls += [c_weights(f"w{n}", data["weights"]), c_channels(f"ch{n}", data["channels"]),
+                      c_weights(f"wx{n}", exact["weights"]), c_channels(f"ex{n}", exact["channels"])]
             fields.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
-                          weights=f"w{n}", bias=f"b{n}", narrow=int(rq.narrow))
+                          weights=weights_ref(f"w{n}", data["weights"]), channels=f"ch{n}",
+                          requant=data["requant"], folded=data["folded"], scratch=data["scratch"])
+            wide = {"weights": weights_ref(f"wx{n}", exact["weights"]), "channels": f"ex{n}",
+                    "requant": exact["requant"], "folded": 0, "scratch": exact["scratch"]}
         elif layer.op in (ir.MAX_POOL, ir.AVG_POOL):
             fields.update(mult="0", shift="0")
         else:
+            fields.update(mult=f"m{n}", shift=f"s{n}")
             decls += [_c_array("int32_t", f"m{n}", [rq.output_multiplier]),
                       _c_array("int8_t", f"s{n}", [rq.output_shift])]
             fields.update(in_offset=rq.input1_offset, in2_offset=rq.input2_offset,
@@ -396,7 +403,7 @@ def _dsp_program(models) -> str:
                           in1_mult=rq.input1_multiplier, in1_shift=rq.input1_shift,
                           in2_mult=rq.input2_multiplier, in2_shift=rq.input2_shift)
         init = ", ".join(f".{k} = {v}" for k, v in fields.items())
-        wide = ", ".join(f".{k} = {v}" for k, v in {**fields, "narrow": 0}.items())
+        wide = ", ".join(f".{k} = {v}" for k, v in {**fields, **wide}.items())
         # the padded run takes the requantization path of accumulators without a bound
         decls.append(f"static const msf_layer_t l{n}whole = {{{init}}};\n"
                      f"static const msf_layer_t l{n}padded = {{{wide}}};\n"
@@ -412,8 +419,10 @@ def _dsp_program(models) -> str:
                 f"    {{\n        msf_view_t a = {{x{n}{tag}, 0, {row}, {col}, {iw}}};\n"
                 f"        msf_view_t b = {{y{n}{tag}, 0, {row}, {col}, {iw}}};\n"
                 f"        msf_view_t o = {{o{n}, 0, {ow * oc}, {oc}, {ow}}};\n"
-                f"        for (int32_t c = 0; c < {ow}; c++)\n"
-                f"            msf_layer_column(&l{n}{tag}, &a, &b, &o, c, 0, {oh});\n"
+                + (f"        msf_dense(&l{n}{tag}, x{n}{tag}, o{n});\n"
+                   "        (void)a, (void)b, (void)o;\n" if layer.op == ir.DENSE else
+                   f"        for (int32_t c = 0; c < {ow}; c++)\n"
+                   f"            msf_layer_column(&l{n}{tag}, &a, &b, &o, c, 0, {oh});\n") +
                 f"        printf(\"{n} {tag} \");\n"
                 f"        for (int32_t j = 0; j < {oh * ow * oc}; j++)\n"
                 f"            printf(\"%02x\", (uint8_t)o{n}[j]);\n"

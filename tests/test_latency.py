@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from msf_pio.cli import main
 from msf_pio.errors import MsfError
+from msf_pio.codegen import kernel_data
 from msf_pio.fusion import latency, solvers
+from msf_pio.fusion.geometry import layer_macs
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import load_model
 from msf_pio.model.spec import spec_to_model
@@ -163,49 +165,51 @@ def test_monitor_shows_predicted_against_measured():
     assert "cycles pred" not in monitor.render_report([record], None)
 
 
-def _window_pixels(layer):
-    """Every output pixel's valid kernel rows and columns, as msf_window (window.h) finds them."""
-    kh, kw = layer.kernel
-    sh, sw = layer.stride
-    ih, iw = layer.in_shape[:2]
-    oh, ow = layer.out_shape[:2]
-    for r in range(oh):
-        top = r * sh - layer.pad_top
-        y0, y1 = max(0, -top), min(kh, ih - top)
-        for c in range(ow):
-            left = c * sw - layer.pad_left
-            yield y0, y1, max(0, -left), min(kw, iw - left)
-
-
 @pytest.mark.parametrize("shape, conv", [
     ([49, 10, 1], {"out": 8, "kernel": [10, 4], "stride": 2}),     # MLPerf Tiny's KWS stem
-    ([9, 7, 64], {"out": 6, "kernel": 3}),                 # 3 x 3 x 64 > the gather scratch
+    ([9, 7, 64], {"out": 6, "kernel": 3}),                 # chunks of three pixels
     ([11, 8, 3], {"out": 5, "kernel": [3, 5], "stride": [2, 1], "padding": "valid"}),
-    ([6, 6, 2], {"out": 3, "kernel": 1}),                  # too few channels to gather
+    ([6, 6, 2], {"out": 3, "kernel": 1}),                  # a column of six: two blocks
+    ([5, 5, 200], {"out": 4, "kernel": 3}),                # a window gathered in parts
 ])
-def test_window_work_is_the_kernels_pixel_split(tmp_path, shape, conv):
-    """A single dense convolution's gathered taps and in-place runs, against the pixels counted
-    one by one as conv2d_s8.c treats them (gathered on a DSP core when the window spans whole
-    kernel rows and holds 4..512 elements; else a run per valid kernel row of the whole input,
-    or one run per pixel for a pointwise)."""
+def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
+    """A single dense convolution's pixels in blocks of three, pairs and lone ones, and the
+    taps it expands, against conv2d_s8.h's driver replayed from the layer's stack buffer
+    (msf_layer_t.scratch as the generator sets it): output rows in chunks of
+    ((scratch / 2 - 4) / row - kh) / sh + 1 (a multiple of three past three), each chunk's
+    input rows expanded once, its pixels three at a time, then a pair or a lone one."""
     path = tmp_path / "m.yaml"
     path.write_text(json.dumps({"name": "m", "input": {"shape": shape}, "weights": {"random": 1},
                                 "layers": [{"op": "conv2d", **conv}]}))
     model = load_model(str(path))
     layer = model.layers[0]
     cls = latency.kernel_class(layer)
-    for dsp in (False, True):
-        taps = runs = 0
-        for y0, y1, x0, x1 in _window_pixels(layer):
-            n = (y1 - y0) * (x1 - x0) * layer.cin
-            if dsp and x0 == 0 and x1 == layer.kernel_w and 4 <= n <= latency.GATHER:
-                taps += n
-            else:
-                runs += (y1 - y0) * layer.cout
-        counts = latency.edge_counts(model, 0, 0, dsp=dsp)
-        assert counts[f"{cls}.taps"] == taps, dsp
-        if cls == "conv":                 # a pointwise pixel's one run: priced per output
-            assert counts["conv.runs"] == runs, dsp
+    (kh, kw), (sh, _) = layer.kernel, layer.stride
+    oh, ow, cout = layer.out_shape
+    row = kw * layer.cin + (kw * layer.cin * sh) % 2
+    scratch = kernel_data.scratch_bytes(layer, False)
+    px = {3: 0, 2: 0, 1: 0}
+    taps = 0
+    if (kh + sh) * row > kernel_data.CONV_BUFFER - 4:           # per pixel pair, in parts
+        assert scratch == 2 * kernel_data.CONV_BUFFER
+        px[2], px[1] = oh // 2 * 2, oh % 2
+    else:
+        chunk = ((scratch // 2 - 4) // row - kh) // sh + 1
+        chunk = chunk - chunk % 3 if chunk > 3 else chunk
+        for p in range(0, oh, chunk):
+            q = min(oh, p + chunk)
+            taps += ((q - 1 - p) * sh + kh) * kw * layer.cin
+            r = p + (q - p) // 3 * 3
+            px[3] += r - p
+            px[2] += (q - r) // 2 * 2
+            px[1] += (q - r) % 2
+    counts = latency.edge_counts(model, 0, 0)
+    macs = layer_macs(layer)
+    assert counts[f"{cls}.taps"] == taps * ow
+    assert counts[f"{cls}.blocks"] == (px[3] // 3 + px[2] // 2 + px[1]) * ow * -(-cout // 2)
+    assert counts[f"{cls}.macs_triple"] == round(macs * px[3] / oh)
+    assert counts[f"{cls}.macs_pair"] == round(macs * px[2] / oh)
+    assert sum(counts[f"{cls}.macs_{k}"] for k in ("triple", "pair", "single")) == macs
 
 
 def test_boards_with_dsp_are_the_cortex_m4_and_m7():

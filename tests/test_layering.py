@@ -47,7 +47,8 @@ TIERS = {
 }
 C_TIERS = [      # bottom first, as units (a file, with its header of the same name) under library/
     ["include/*"],
-    ["src/kernels/*", "src/board/*", "src/measure", "src/profile"],
+    # msf/kernels.h: the kernels' templates the generated code instantiates (specialise.py)
+    ["src/kernels/*", "include/msf/kernels", "src/board/*", "src/measure", "src/profile"],
     ["src/edge"],                                   # the shared edge walker
     ["src/schemes/*"],                              # one executor a cache scheme
     ["src/executor"],                               # the one dispatch

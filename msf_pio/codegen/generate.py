@@ -6,7 +6,7 @@ Deterministic: the same model and plan give byte-identical sources.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -17,7 +17,7 @@ from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
 from ..model.limits import check_model
-from . import io
+from . import io, kernel_data, specialise
 from .arena import ArenaLayout, plan_arena
 from .c_text import c_comment, c_string, line_token
 
@@ -42,13 +42,36 @@ class Sources:
     layout: ArenaLayout
 
 
-def c_array(ctype: str, name: str, values, per_line: int = 24, storage: str = "static const") -> str:
-    """A C array definition of integers (weights go to flash as const)."""
+def c_array(ctype: str, name: str, values, per_line: int = 24, storage: str = "static const",
+            align: bool = False) -> str:
+    """A C array definition of integers (weights go to flash as const); `align`: on a word
+    boundary, for kernels that load it a word at a time."""
     a = np.asarray(values).reshape(-1)
     flat = list(map(str, a.tolist() if a.dtype.kind in "iu" else [int(v) for v in a]))
     lines = [", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
     body = ",\n    ".join(lines) if lines else "0"
-    return f"{storage} {ctype} {name}[{max(len(flat), 1)}] = {{\n    {body}\n}};\n"
+    aligned = " __attribute__((aligned(4)))" if align else ""
+    return f"{storage} {ctype} {name}[{max(len(flat), 1)}]{aligned} = {{\n    {body}\n}};\n"
+
+
+def c_channels(name: str, records: np.ndarray) -> str:
+    """The per-channel records of a conv2d / depthwise / dense layer (msf_channel_t)."""
+    rows = [f"    {{{r['bias']}, {r['mult']}, {r['round']}, {r['shift']}, {r['right']}}}"
+            for r in records]
+    return (f"static const msf_channel_t {name}[{len(rows)}] = {{\n" + ",\n".join(rows) +
+            "\n};\n")
+
+
+def c_weights(name: str, weights: np.ndarray) -> str:
+    """A kernel's weights (int8, or int16 for depthwise), word-aligned."""
+    ctype = "int16_t" if weights.dtype == np.int16 else "int8_t"
+    return c_array(ctype, name, weights, align=True)
+
+
+def weights_ref(name: str, weights: np.ndarray, offset: int = 0) -> str:
+    """msf_layer_t.weights for an array of c_weights, `offset` elements in."""
+    at = f"&{name}[{offset}]" if offset else name
+    return f"(const int8_t *){at}" if weights.dtype == np.int16 else at
 
 
 def _check(model: Model) -> None:
@@ -58,21 +81,31 @@ def _check(model: Model) -> None:
     check_model(model)      # the runtime's field widths (load_model checked them already)
 
 
-def _layer_params(model: Model, i: int, own_weights: bool = True) -> tuple[list[str], dict]:
-    """Constant arrays and the initializer fields of layer i. own_weights False: its weights
-    live in its edge's own arrays only (_regrouped_layers), the table's pointer is null."""
+def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int | None = None,
+                  own_weights: bool = True) -> tuple[list[str], dict, list]:
+    """Constant arrays, the initializer fields of layer i and the specialised kernel shapes it
+    uses (if i is in `keep`, specialise.chosen; cout: of a channel-split group's first cout
+    channels). own_weights False: its weights live in its edge's own arrays only
+    (_regrouped_layers), the table's pointer is null."""
     layer = model.layers[i]
     rq = numerics.requantization(model, i)
-    arrays, f = [], {}
+    arrays, f, shapes = [], {}, []
     if isinstance(rq, numerics.ChannelRequant):
+        data = kernel_data.layer_data(layer, rq)
         if own_weights:
-            arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
-        arrays.append(c_array("int32_t", f"b{i}", layer.weights.bias))
-        arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
-        arrays.append(c_array("int8_t", f"s{i}", rq.shift))
+            arrays.append(c_weights(f"w{i}", data["weights"]))
+        arrays.append(c_channels(f"ch{i}", data["channels"]))
         f.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
-                 weights=f"w{i}" if own_weights else 0,
-                 bias=f"b{i}", mult=f"m{i}", shift=f"s{i}", narrow=int(rq.narrow))
+                 weights=weights_ref(f"w{i}", data["weights"]) if own_weights else 0,
+                 channels=f"ch{i}", requant=data["requant"], folded=data["folded"],
+                 scratch=data["scratch"])
+        act = (rq.act_min, rq.act_max)
+        if i in keep and layer.op == ir.CONV and kernel_data.conv_fits(layer):
+            shapes.append(specialise.conv_shape(layer, data["requant"], act))
+        elif i in keep and data["folded"]:
+            shapes.append(specialise.depthwise_shape(layer, act, cout))
+        if shapes:
+            f["column"] = shapes[-1].name
     elif isinstance(rq, numerics.MeanRequant):      # a GAP that requantizes: TFLite MEAN
         arrays.append(c_array("int32_t", f"m{i}", rq.multiplier))
         arrays.append(c_array("int8_t", f"s{i}", rq.shift))
@@ -109,7 +142,7 @@ def _layer_params(model: Model, i: int, own_weights: bool = True) -> tuple[list[
     if layer.count_pad:                             # padding taps hold the input's zero point
         f.update(in_offset=-model.tensor_q(model.input_of(i)).zero_point)
     f.update(act_min=rq.act_min, act_max=rq.act_max)
-    return arrays, f
+    return arrays, f, shapes
 
 
 def resize_index(layer) -> np.ndarray:
@@ -171,8 +204,8 @@ def _executor(e) -> str:
     return (schemes.get(e.scheme) if e.fused else schemes.h_cache).EXECUTOR
 
 
-def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
-    """Arrays and the msf_block_t initializer of edge k."""
+def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str, list]:
+    """Arrays, the msf_block_t initializer and the specialised kernel shapes of edge k."""
     n, head = block_shape(model, e)
     arrays = []
     fields = {"layers": f"&msf_layers[{e.first}]", "n": n, "head": head,
@@ -207,53 +240,91 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str]:
     if rings:
         arrays.append(f"static const msf_ring_t ring{k}[{len(rings)}] = {{{', '.join(rings)}}};\n")
         fields["rings"] = f"ring{k}"
+    shapes = []
     if _executor(e) in EXECUTOR_FIELDS:
-        a, more = EXECUTOR_FIELDS[_executor(e)](model, k, e)
+        a, more, shapes = EXECUTOR_FIELDS[_executor(e)](model, k, e)
         arrays += a
         fields.update(more)
-    return arrays, "    {" + ", ".join(f".{a} = {v}" for a, v in fields.items()) + "},"
+    return arrays, "    {" + ", ".join(f".{a} = {v}" for a, v in fields.items()) + "},", shapes
 
 
-def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict]:
+def group_layer(model: Model, i: int, c: int, g: int):
+    """Layer i (a channel-split triple's expand or depthwise) over its channels [c, c + g) only,
+    and its requantization: a group's kernel data is laid out on its own (pairs of filters,
+    groups of four channels, folding: kernel_data.layer_data), whatever g."""
+    layer, rq = model.layers[i], numerics.requantization(model, i)
+    w = layer.weights
+    cut = (lambda a: a[..., c:c + g]) if layer.op == ir.DEPTHWISE else (lambda a: a[c:c + g])
+    sliced = replace(layer, out_shape=(*layer.out_shape[:2], g),
+                     in_shape=(*layer.in_shape[:2], g) if layer.op == ir.DEPTHWISE
+                     else layer.in_shape,
+                     weights=replace(w, w=cut(w.w), bias=w.bias[c:c + g]))
+    return sliced, replace(rq, multiplier=rq.multiplier[c:c + g], shift=rq.shift[c:c + g])
+
+
+def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
     """Per channel group of the channel-split triple of edge k, its expand, depthwise and
-    project layers over the group's channels (channel_split.c): the expand's filters and every
-    per-channel array are the layer's own from the group's first channel; the depthwise's
-    weights (1HWC) and the project's input channels (OHWI) are laid out group after group. The
-    project adds no bias: the sums' finish does, with the layer's own parameters."""
+    project layers over the group's channels (channel_split.c): the expand's and the
+    depthwise's weights and channel records laid out per group (group_layer), one after the
+    other; the project's input channels (OHWI, for the sums kernel) group after group. The
+    project adds no bias: the sums' finish does, with the layer's own records."""
     i, g = e.first, e.detail["g"]
     E, D, P = model.layers[i:i + 3]
     n = E.cout // g
     per_group = lambda w: np.concatenate([w[..., j * g:(j + 1) * g] for j in range(n)])
-    arrays = [c_array("int8_t", f"dwg{k}", per_group(D.weights.w)),
-              c_array("int8_t", f"pwg{k}", per_group(P.weights.w))]
-    (_, fe), (_, fd), (_, fp) = (_layer_params(model, l) for l in range(i, i + 3))
-    (kh, kw), co = D.kernel, P.cout
-    inits = []
+    keep = specialise.chosen(model)
+    (_, fe, _), (_, fd, _), (_, fp, _) = (_layer_params(model, l, keep, g)
+                                          for l in range(i, i + 3))
+    weights = {"e": [], "d": []}
+    records = {"e": [], "d": []}
+    inits, shapes, at = [], [], {"we": 0, "wd": 0, "ce": 0, "cd": 0}
+    co = P.cout
     for j in range(n):
-        c = j * g
-        per_channel = lambda l: {"bias": f"&b{l}[{c}]", "mult": f"&m{l}[{c}]",
-                                 "shift": f"&s{l}[{c}]"}
-        inits += [_layer_struct(model, i, {**fe, **per_channel(i), "out_c": g,
-                                           "weights": f"&w{i}[{c * E.cin}]"}),
-                  _layer_struct(model, i + 1, {**fd, **per_channel(i + 1), "in_c": g, "out_c": g,
-                                               "weights": f"&dwg{k}[{j * kh * kw * g}]"}),
-                  _layer_struct(model, i + 2, {**fp, "in_c": g, "bias": 0,
-                                               "weights": f"&pwg{k}[{j * co * g}]"})]
+        fields = []
+        for tag, l, f in (("e", i, fe), ("d", i + 1, fd)):
+            layer, rq = group_layer(model, l, j * g, g)
+            data = kernel_data.layer_data(layer, rq)
+            act = (rq.act_min, rq.act_max)
+            name = f"{tag}wg{k}"
+            more = {"out_c": g, "channels": f"&{tag}chg{k}[{at['c' + tag]}]",
+                    "weights": weights_ref(name, data["weights"], at["w" + tag]),
+                    "requant": data["requant"], "folded": data["folded"],
+                    "scratch": data["scratch"], "column": 0}
+            if tag == "d":
+                more["in_c"] = g
+            if l in keep and layer.op == ir.CONV and kernel_data.conv_fits(layer):
+                shapes.append(specialise.conv_shape(layer, data["requant"], act))
+                more["column"] = shapes[-1].name
+            elif l in keep and data["folded"]:
+                shapes.append(specialise.depthwise_shape(layer, act))
+                more["column"] = shapes[-1].name
+            weights[tag].append(data["weights"])
+            records[tag].append(data["channels"])
+            at["w" + tag] += len(data["weights"])
+            at["c" + tag] += len(data["channels"])
+            fields.append(_layer_struct(model, l, {**f, **more}))
+        inits += [*fields, _layer_struct(model, i + 2, {**fp, "in_c": g, "channels": 0,
+                                                        "weights": f"&pwg{k}[{j * co * g}]"})]
+    arrays = [c_array("int8_t", f"pwg{k}", per_group(P.weights.w))]
+    for tag in ("e", "d"):
+        arrays.append(c_weights(f"{tag}wg{k}", np.concatenate(weights[tag])))
+        arrays.append(c_channels(f"{tag}chg{k}", np.concatenate(records[tag])))
     arrays.append("\n".join([f"static const msf_layer_t groups{k}[{3 * n}] = {{", *inits, "};",
                              ""]))
-    return arrays, {"groups": f"groups{k}"}
+    return arrays, {"groups": f"groups{k}"}, shapes
 
 
-# executors whose blocks need more than msf_block_t's common fields: their arrays and fields
+# executors whose blocks need more than msf_block_t's common fields: their arrays, fields and
+# specialised kernel shapes
 EXECUTOR_FIELDS = {"channel_split": _split_groups}
 
 
 def _regrouped_layers(plan: Plan) -> set[int]:
     """Layers whose weights only their edge's per-group arrays hold (a channel-split triple's
-    depthwise and project, dwg/pwg): the layer table's entries keep their geometry and
-    per-channel parameters, and no second copy of the weights (it doubled their flash)."""
+    three: ewg/dwg/pwg): the layer table's entries keep their geometry and per-channel
+    parameters, and no second copy of the weights (it doubled their flash)."""
     return {l for e in plan.blocks if _executor(e) == "channel_split"
-            for l in (e.first + 1, e.first + 2)}
+            for l in (e.first, e.first + 1, e.first + 2)}
 
 
 def generate(model: Model, plan: Plan, measure: bool = False,
@@ -269,15 +340,18 @@ def generate(model: Model, plan: Plan, measure: bool = False,
     if len(outs) > 1 and model.stream_output:
         raise MsfError("a streamed output with several graph outputs is not supported",
                        source=model.source or model.name)
-    arrays, layer_inits = [], []
+    arrays, layer_inits, shapes = [], [], []
     regrouped = _regrouped_layers(plan)
+    keep = specialise.chosen(model)
     for i in range(model.n_layers):
-        a, f = _layer_params(model, i, own_weights=i not in regrouped)
+        a, f, sh = _layer_params(model, i, keep, own_weights=i not in regrouped)
         arrays += a
+        shapes += sh
         layer_inits.append(_layer_struct(model, i, f))
     edge_arrays, edge_inits, steps = [], [], []
     for k, (e, el) in enumerate(zip(plan.blocks, layout.edges)):
-        a, init = _edge_struct(model, k, e, el)
+        a, init, sh = _edge_struct(model, k, e, el)
+        shapes += sh
         edge_arrays += a
         edge_inits.append(init)
         for mv in el.moves:
@@ -300,8 +374,12 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         " (" + plan.cost_model + " cost model). Do not edit. */",
         '#include "msf_model.h"',
         '#include "msf/requant.h"',
+        '#include "msf/kernels.h"',
         '#include "msf/runtime.h"',
         "",
+        "MSF_KERNEL_SPEED   /* the specialised kernels at -O3 in a firmware built for size */",
+        "",
+        *specialise.definitions(shapes),
         f"static int8_t msf_arena[{max(layout.size, 1)}] __attribute__((aligned(4)));",
         "",
         _measurement(model, plan, layout),

@@ -9,8 +9,11 @@ callees (msf_pio/pio/stack_graph.py). An edge runs only the kernels of its layer
 scheme's executor: a function of library/src/kernels/<op>_s8.c or library/src/schemes/
 <executor>.c (its profile `unit`) counts only for the edges that use it. The executors'
 variable-length arrays (one slot per layer of the block) are bounded here from the block's
-layer count, as the C declares them (VLAS). Not covered: a firmware of the user's own deeper
-than the shipped ones, and its own interrupt handlers.
+layer count, as the C declares them (VLAS); the kernels' stack buffers from the shapes of the
+edge's layers, as the generator sizes them (SCRATCH). The generated code's specialised kernels
+count the largest frame the calibration found over a range of shapes (SPECIALISED). Not
+covered: a firmware of the user's own deeper than the shipped ones, and its own interrupt
+handlers.
 """
 from __future__ import annotations
 
@@ -21,6 +24,7 @@ from pathlib import Path
 
 from ..fusion import schemes
 from ..model import ir
+from . import kernel_data
 from .generate import block_shape
 
 PROFILES = Path(__file__).with_name("stack_profiles.json")
@@ -60,6 +64,33 @@ VLAS = {
     "msf_run_line_buffer": (("line_buffer",), lambda n: [
         VIEW * (n + 1), VIEW * 2 * n, 4 * n, 4 * (n + 1), 4 * n, 4 * n, 4 * n]),
 }
+
+
+# The kernels' stack buffers, variable-length arrays sized from the layer's shape
+# (msf_layer_t.scratch, kernel_data.scratch_bytes): per function that declares one, the ops
+# whose layers it serves. An edge's bound is its largest such layer's.
+SCRATCH = {
+    "msf_conv2d_column": (ir.CONV,),
+    "msf_dense": (ir.DENSE,),
+    "depthwise_conv2d_s8.c:dw3x3_line": (ir.DEPTHWISE,),
+}
+# The generated code's specialised kernels (codegen/specialise.py): their frames depend on the
+# shape, so each counts as the largest the calibration compiled for a range of shapes
+# (the profile's "specialised"), whatever the shapes of the firmware calibrated
+SPECIALISED = ("msf_model.c:msf_conv_", "msf_model.c:msf_dw3x3_")
+
+
+def edge_scratch(model, e, sizes: list[int]) -> tuple:
+    """(function, bytes) of the SCRATCH arrays edge e's layers allocate (sizes: per layer)."""
+    return tuple((fn, max((sizes[l] for l in range(e.first, e.last + 1)
+                           if model.layers[l].op in ops), default=0))
+                 for fn, ops in SCRATCH.items())
+
+
+def layer_scratch(layer) -> int:
+    """msf_layer_t.scratch of a layer as the generator sets it, or more: a depthwise layer
+    whose shape allows folding counts as folded (whether it folds depends on its weights)."""
+    return kernel_data.scratch_bytes(layer, kernel_data.may_fold(layer))
 
 
 @dataclass(frozen=True)
@@ -109,15 +140,20 @@ class _Graph:
         self.align = int(prof["stack_align"])
         self.entry = prof["entry"]
         self.interrupts = prof.get("interrupts", {})
+        self.specialised = int(prof.get("specialised", 0))
 
     @lru_cache(maxsize=None)
     def deepest(self, name: str, units: frozenset, executor: str, n: int,
-                nesting: int = 0) -> tuple[int, tuple]:
+                nesting: int = 0, scratch: tuple = ()) -> tuple[int, tuple]:
         """(bytes, path) of the deepest call path from `name` for an edge of these units, under
-        `nesting` calls through pointers."""
+        `nesting` calls through pointers; scratch: edge_scratch's (function, bytes)."""
         fn = self.functions[name]
         frame = fn["frame"]
-        if name in VLAS and executor in VLAS[name][0]:
+        if name.startswith(SPECIALISED):
+            frame = max(frame, self.specialised)
+        if name in SCRATCH:
+            frame += _round(kernel_data.padded(dict(scratch).get(name, 0), 4), self.align)
+        elif name in VLAS and executor in VLAS[name][0]:
             frame += sum(_round(b, self.align) for b in VLAS[name][1](n))
         elif fn.get("dynamic") and name in VLAS:
             pass                                # another executor's: not on this edge's path
@@ -131,7 +167,7 @@ class _Graph:
             level = nesting + (callee == INDIRECT)
             if level > INDIRECT_NESTING:
                 continue
-            d, p = self.deepest(callee, units, executor, n, level)
+            d, p = self.deepest(callee, units, executor, n, level, scratch)
             if d > best:
                 best, via = d, p
         return frame + best, ((name, frame),) + via
@@ -161,9 +197,11 @@ def predict(model, plan, board: str) -> StackPrediction | None:
     if graph is None or not plan.blocks:
         return None
     worst = None
+    sizes = [layer_scratch(layer) for layer in model.layers]
     for k, e in enumerate(plan.blocks):
         n, _ = block_shape(model, e)
-        depth, path = graph.deepest(graph.entry, edge_units(model, e), executor(model, e), n)
+        depth, path = graph.deepest(graph.entry, edge_units(model, e), executor(model, e), n,
+                                    scratch=edge_scratch(model, e, sizes))
         if worst is None or depth > worst[0]:
             worst = (depth, path, k)
     irq = graph.interrupt()
@@ -177,7 +215,7 @@ def dump_profiles(profiles: dict) -> str:
     for b, (board, prof) in enumerate(sorted(profiles.items())):
         lines.append(f"  {json.dumps(board)}: {{")
         for key in ("framework", "compiler", "version", "cflags", "stack_align", "entry",
-                    "interrupts"):
+                    "interrupts", "specialised"):
             if key in prof:
                 lines.append(f"    {json.dumps(key)}: {json.dumps(prof[key])},")
         lines.append('    "functions": {')

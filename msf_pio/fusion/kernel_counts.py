@@ -1,30 +1,36 @@
 """The counts the latency model prices, for one layer computing some pixels in some kernel calls.
 
 The runtime's cost is linear in a few counts the exact cost model already knows for every layer
-of an edge (latency.py explains them and prices them per board): MACs (of paired and of lone
-pixels for dense convolutions), output elements, a dense convolution's window work (taps
-gathered, runs of taps read where they lie) and kernel calls. Each cache scheme (schemes/) says
+of an edge (latency.py explains them and prices them per board): MACs (for dense convolutions
+of pixels in blocks of three, pairs and lone ones; for a folded depthwise apart), output
+elements, a dense convolution's inner-loop set-ups and expanded taps, a folded depthwise's
+padding taps and copied windows, and kernel calls. Each cache scheme (schemes/) says
 which calls its executor makes of which layers; this module turns a layer's calls into counts.
 """
 from __future__ import annotations
 
+from collections import Counter
 from functools import lru_cache
 
 import numpy as np
 
 from ..model import ir
-from .geometry import valid_taps
+from .geometry import col_taps
 
-GATHER = 512                               # MSF_CONV_GATHER: window elements a DSP conv gathers
+CONV_BUFFER = 1024     # int16 taps of a conv2d / dense stack buffer at most (MSF_CONV_BUFFER)
+CHUNK_TAPS = 256       # a conv column's chunk of input rows: past 3 pixels, at most this many taps
+DW_WINDOW = 2304       # bytes of a clipped 3x3 window a folded depthwise layer may copy
+CHANNEL_CHUNK = 16     # output channels a window gathered in parts keeps (MSF_CHANNEL_CHUNK)
 
 # feature names: <kernel class>.<count>
 FEATURES = (
-    "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs", "conv1x1.outputs_single",
-    "conv1x1.taps",
-    "conv.macs_pair", "conv.macs_single", "conv.outputs", "conv.outputs_single", "conv.taps",
-    "conv.runs",
-    "depthwise.macs", "depthwise.outputs", "add.outputs", "max_pool.macs", "max_pool.outputs",
-    "avg_pool.macs", "avg_pool.outputs",
+    "conv1x1.macs_triple", "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs",
+    "conv1x1.blocks", "conv1x1.taps",
+    "conv.macs_triple", "conv.macs_pair", "conv.macs_single", "conv.outputs", "conv.blocks",
+    "conv.taps", "conv.parts",
+    "depthwise.macs", "depthwise.macs_folded", "depthwise.pad_taps", "depthwise.copies",
+    "depthwise.outputs",
+    "add.outputs", "max_pool.macs", "max_pool.outputs", "avg_pool.macs", "avg_pool.outputs",
     "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
 )
 
@@ -43,58 +49,99 @@ def kernel_class(layer) -> str:
             ir.DENSE: "dense"}[layer.op]
 
 
-def window_work(layer, cls: str, macs: int, whole_input: bool, dsp: bool) -> dict:
-    """Taps gathered, and runs of taps read where they lie, by a dense convolution of `macs`
-    MACs, as conv2d_s8.c splits its pixels: one is gathered when the core has the DSP extension,
-    its window spans whole kernel rows and holds 4..GATHER valid elements; the others read a run
-    per valid kernel row of a whole tensor, or per valid tap of a column ring. Runs are counted
-    once per output channel. The MACs split over the pixels as the whole layer's do (exact for a
-    layer computed once; an H-cache's recomputed rows are taken alike)."""
-    taps, rows_in, cols_in, runs = _window_sums(layer.out_shape, layer.in_shape, layer.kernel,
-                                                layer.stride, layer.pad, cls == "conv", dsp)
-    unit = macs / taps                                 # MACs per (valid row, valid column)
-    gathered = unit * rows_in * cols_in
-    counts = {f"{cls}.taps": round(gathered / layer.cout)}
-    if cls == "conv":
-        counts["conv.runs"] = round(unit / layer.cin * runs[1 if whole_input else 0])
-    return counts
+# -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------
+def conv_row(kw: int, cin: int, sh: int) -> int:
+    """Taps of a filter's kernel row: kw * cin, and a zero when a stride of sh rows would
+    start a window on an odd tap (the kernels read windows a word at a time; msf_conv_row)."""
+    return kw * cin + (kw * cin * sh) % 2
+
+
+def conv_fits(layer) -> bool:
+    """Whether a conv2d layer's two pixels' window rows fit the buffer (conv2d_s8.h): else its
+    kernel gathers each pixel's window in parts (conv2d_s8.c)."""
+    (kh, kw), sh = layer.kernel, layer.stride[0]
+    return (kh + sh) * conv_row(kw, layer.cin, sh) <= CONV_BUFFER - 4
+
+
+def conv_chunk(layer) -> int:
+    """Output pixels per chunk of a conv column whose windows fit: three (one inner-loop block),
+    more while windows overlap and the chunk's input rows stay within CHUNK_TAPS taps, at most
+    out_h; past three a multiple of three. The chunk's input rows with 4 taps of slack are the
+    kernel's stack buffer (codegen/kernel_data.scratch_bytes)."""
+    (kh, kw), sh = layer.kernel, layer.stride[0]
+    row = conv_row(kw, layer.cin, sh)
+    most = ((CONV_BUFFER - 4) // row - kh) // sh + 1          # pixels the buffer holds at most
+    p = min(3, most)
+    while kh > sh and p + 3 <= most and ((p + 2) * sh + kh) * row + 4 <= CHUNK_TAPS:
+        p += 3
+    p = max(1, min(p, layer.out_shape[0]))
+    return p - p % 3 if p > 3 else p          # the kernel's chunks: whole blocks past three
+
+
+def may_fold(layer) -> bool:
+    """Whether a depthwise layer's shape allows the folded 3x3 kernel (whether it folds also
+    depends on its weights: codegen/kernel_data.folds)."""
+    c = layer.cin
+    return (layer.op == ir.DEPTHWISE and tuple(layer.kernel) == (3, 3) and c % 4 == 0 and
+            9 * c <= DW_WINDOW)
+
+
+def conv_calls(layer, rows_per_call: list[int]) -> dict:
+    """Per column, the conv kernel's pixels in blocks of three, pairs and lone pixels, its inner
+    loop set-ups (blocks) and the taps it expands, over calls of the given rows: each call's
+    rows in chunks of conv_chunk, a chunk's input rows expanded once, its pixels three at a
+    time, then a pair or a lone one; a window that does not fit: pairs, gathered in parts."""
+    (kh, kw), sh = layer.kernel, layer.stride[0]
+    calls = Counter(rows_per_call)
+    return _conv_calls(kh, kw * layer.cin, sh, conv_fits(layer), conv_chunk(layer),
+                       tuple(sorted(calls.items())))
 
 
 @lru_cache(maxsize=4096)
-def _window_sums(out_shape, in_shape, kernel, stride, pad, runs: bool, dsp: bool) -> tuple:
-    """What window_work needs of a layer's geometry, as integers: valid (row, column) taps of
-    all pixels, the valid rows and columns of the gathered pixels, and the runs per valid
-    (row, column) reading a whole tensor and column rings (indexed by whole_input)."""
-    kh, kw = kernel
-    rows = valid_taps(out_shape[0], in_shape[0], kh, stride[0], pad[0])
-    cols = valid_taps(out_shape[1], in_shape[1], kw, stride[1], pad[1])
-    size = rows * kw * in_shape[2]
-    row_in = (size >= 4) & (size <= GATHER) if dsp else np.zeros(len(rows), bool)
-    col_in = cols == kw
-    per_run = (0, 0)
-    if runs:                              # (a pointwise pixel's taps are one run: its outputs)
-        per_run = tuple(int(rows.sum() * per_row.sum() - rows[row_in].sum() *
-                            per_row[col_in].sum())    # runs per valid kernel row
-                        for per_row in (cols, np.ones_like(cols)))
-    return (int(rows.sum() * cols.sum()), int(rows[row_in].sum()), int(cols[col_in].sum()),
-            per_run)
+def _conv_calls(kh: int, run: int, sh: int, fits: bool, p: int, calls: tuple) -> dict:
+    """conv_calls of a kernel row of `run` taps, for (rows, number of calls) pairs."""
+    px = {3: 0, 2: 0, 1: 0}
+    taps = 0
+    for r, n in calls:
+        chunks = [p] * (r // p) + ([r % p] if r % p else []) if fits else [r]
+        for m in chunks:
+            if fits:
+                taps += ((m - 1) * sh + kh) * run * n
+                px[3] += m // 3 * 3 * n
+                m %= 3
+            px[2] += m // 2 * 2 * n
+            px[1] += m % 2 * n
+    return {"px": px, "blocks": px[3] // 3 + px[2] // 2 + px[1], "taps": taps}
 
 
 def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int,
                    whole_input: bool, dsp: bool) -> dict:
     """Counts of a window layer or add computing `cols` columns for calls of the given rows;
-    `whole_input`: it reads a whole tensor (else column rings); `dsp`: the core's SIMD paths."""
+    `whole_input`: it reads a whole tensor (else column rings); `dsp`: the core's SIMD paths
+    (the same counts: the kernels differ per core in their coefficients only)."""
+    del whole_input, dsp
     cls = kernel_class(layer)
-    rows = sum(rows_per_call)
-    pixels = rows * cols
+    pixels = sum(rows_per_call) * cols
     counts = {"calls": calls, f"{cls}.outputs": pixels * layer.cout}
-    if cls in ("conv", "conv1x1"):
-        lone = sum(r % 2 for r in rows_per_call) * cols
-        single = round(macs * lone / pixels) if pixels else 0
-        counts[f"{cls}.macs_pair"] = macs - single
-        counts[f"{cls}.macs_single"] = single
-        counts[f"{cls}.outputs_single"] = lone * layer.cout
-        counts.update(window_work(layer, cls, macs, whole_input, dsp))
+    if cls in ("conv", "conv1x1") and pixels:
+        work = conv_calls(layer, rows_per_call)
+        unit = macs / pixels                      # MACs per pixel, as the layer's average
+        px = work["px"]
+        counts[f"{cls}.macs_triple"] = round(unit * px[3] * cols)
+        counts[f"{cls}.macs_pair"] = round(unit * px[2] * cols)
+        counts[f"{cls}.macs_single"] = macs - counts[f"{cls}.macs_triple"] - \
+            counts[f"{cls}.macs_pair"]
+        counts[f"{cls}.blocks"] = work["blocks"] * cols * -(-layer.cout // 2)
+        counts[f"{cls}.taps"] = work["taps"] * cols
+        if cls == "conv" and not conv_fits(layer):  # gathered per pixel pair and channel chunk
+            counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
+    elif cls == "depthwise" and may_fold(layer):
+        # every tap of every window read, padding ones too; a window clipped at the sides is
+        # copied first (a share of the columns: the layer's)
+        clipped = float((col_taps(layer) < layer.kernel_w).mean())
+        counts["depthwise.macs_folded"] = macs
+        counts["depthwise.pad_taps"] = max(0, 9 * layer.cin * pixels - macs)
+        counts["depthwise.copies"] = round(9 * layer.cin * pixels * clipped)
     elif cls != "add":
         counts[f"{cls}.macs"] = macs
     return counts

@@ -36,7 +36,7 @@ from ..model.ir import Model
 from . import schemes
 from .edge import Edge
 from .geometry import layer_macs
-from .kernel_counts import FEATURES, GATHER, add, kernel_class, spatial_counts  # noqa: F401
+from .kernel_counts import FEATURES, add, kernel_class, spatial_counts  # noqa: F401
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 DSP_CPUS = ("cortex-m4", "cortex-m7")      # __ARM_FEATURE_DSP: the kernels' SIMD paths

@@ -7,9 +7,10 @@ typedef struct {
     int32_t op, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
     int32_t in_h, in_w, in_c, out_h, out_w, out_c;
     int32_t in_offset, out_offset, act_min, act_max;
-    int32_t in2_offset, left_shift, in1_mult, in1_shift, in2_mult, in2_shift, narrow;
+    int32_t in2_offset, left_shift, in1_mult, in1_shift, in2_mult, in2_shift, requant, folded,
+        scratch;
     const int8_t *weights;
-    const int32_t *bias;
+    const msf_channel_t *channels;
     const int32_t *mult;
     const int8_t *shift;
 } harness_case_t;
@@ -43,10 +44,12 @@ static msf_layer_t layer_of(const harness_case_t *c)
     l.act_min = c->act_min;
     l.act_max = c->act_max;
     l.weights = c->weights;
-    l.bias = c->bias;
+    l.channels = c->channels;
     l.mult = c->mult;
     l.shift = c->shift;
-    l.narrow = (uint8_t)c->narrow;
+    l.requant = (uint8_t)c->requant;
+    l.folded = (uint8_t)c->folded;
+    l.scratch = (uint16_t)c->scratch;
     l.in2_offset = c->in2_offset;
     l.left_shift = c->left_shift;
     l.in1_mult = c->in1_mult;

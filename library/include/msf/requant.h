@@ -20,7 +20,7 @@
  * firmware keeps its flags. */
 #if defined(__GNUC__) && !defined(__clang__) && defined(__OPTIMIZE_SIZE__)
 #define MSF_KERNEL_SPEED                                                                  \
-    _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\", \"no-tree-loop-distribute-patterns\")")
+    _Pragma("GCC optimize(\"O3\", \"no-schedule-insns\", \"no-tree-loop-distribute-patterns\", \"no-store-merging\", \"no-tree-slp-vectorize\")")
 #else
 #define MSF_KERNEL_SPEED
 #endif
@@ -109,6 +109,46 @@ MSF_INLINE int32_t msf_requantize(int32_t acc, int32_t mult, int32_t shift)
     return msf_rq_apply(acc, msf_rq(mult, shift));
 }
 
+/* Requantization of one output channel of a conv2d, depthwise or dense layer, laid out by the
+ * generator (msf_pio/codegen/kernel_data.py). */
+typedef struct {
+    int32_t bias;     /* the accumulator's start */
+    int32_t mult;     /* Q31 multiplier */
+    int32_t round;    /* MSF_RQ_FAST: 2^(right-1) + output zero point * 2^right */
+    int16_t shift;    /* TFLite's exponent: left shift max(shift, 0), right shift max(-shift, 0) */
+    int16_t right;    /* MSF_RQ_FAST: the right shift (>= 1) */
+} msf_channel_t;
+
+/* How a layer's accumulators become outputs: TFLite's steps (EXACT: 64-bit doubling high
+ * multiply; NARROW: accumulators below 2^30 after the left shift, SMMULR), or FAST: no left
+ * shift, a right shift of at least 1 and the zero point folded into `round` (msf_rq_fast);
+ * FAST2: the same for accumulators the kernel makes doubled (inputs or weights doubled, the
+ * record's bias too: msf_rq_fast2 saves the doubling of every output). */
+enum msf_requant { MSF_RQ_EXACT = 0, MSF_RQ_NARROW = 1, MSF_RQ_FAST = 2, MSF_RQ_FAST2 = 3 };
+
+/* MSF_RQ_FAST: TFLite's output before the activation clamp, zero point included:
+ * (round(2 acc * mult / 2^32) + round + [acc < 0]) >> right, where the sign of acc stands for
+ * that of the high product (they differ only when it is 0, and then both round alike). */
+MSF_INLINE int32_t msf_rq_fast2(int32_t a, int32_t mult, int32_t round, int32_t right);
+
+MSF_INLINE int32_t msf_rq_fast(int32_t acc, int32_t mult, int32_t round, int32_t right)
+{
+    return msf_rq_fast2((int32_t)((uint32_t)acc << 1), mult, round, right);
+}
+
+/* msf_rq_fast of a = 2 acc (an accumulator made doubled) */
+MSF_INLINE int32_t msf_rq_fast2(int32_t a, int32_t mult, int32_t round, int32_t right)
+{
+#if defined(__GNUC__) && defined(__ARM_FEATURE_DSP) && __ARM_FEATURE_DSP
+    int32_t x;
+    __asm__("smmlar %0, %1, %2, %3" : "=r"(x) : "r"(a), "r"(mult), "r"(round));
+#else
+    const int64_t p = (int64_t)a * mult;   /* + 2^31, >> 32: the high word plus bit 31 */
+    const int32_t x = (int32_t)(p >> 32) + (int32_t)((uint32_t)p >> 31) + round;
+#endif
+    return (x + (a >> 31)) >> right;
+}
+
 /* The output side of a layer: zero point and activation clamp. */
 typedef struct {
     int32_t offset, min, max;
@@ -134,12 +174,10 @@ MSF_INLINE int8_t msf_output_s8(int32_t acc, int32_t mult, int32_t shift, int32_
 
 /* Requantizes the accumulators of n consecutive output channels of `pixels` pixels (1 or 2),
  * stored channel after channel in pairs (acc[2 * ch + p]), into o0[ch] and, for pixel 1,
- * o0[d + ch], channel ch with mult[ch] and shift[ch]: the per-channel constants are computed
- * once for both pixels (library/src/kernels/requant_s8.c); `narrow`: the layer's, see
- * msf_rq_apply_narrow. */
-void msf_requant_s8(const int32_t *acc, int32_t pixels, int32_t n, const int32_t *mult,
-                    const int8_t *shift, const msf_out_t *out, int narrow, int8_t *o0,
-                    int32_t d);
+ * o0[d + ch], channel ch with ch[ch]'s record under the layer's `mode` (enum msf_requant): the
+ * per-channel constants are loaded once for both pixels (library/src/kernels/requant_s8.c). */
+void msf_requant_s8(const int32_t *acc, int32_t pixels, int32_t n, const msf_channel_t *ch,
+                    const msf_out_t *out, int mode, int8_t *o0, int32_t d);
 
 static inline int8_t msf_clamp(int32_t v, int32_t lo, int32_t hi)
 {

@@ -7,6 +7,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "msf/requant.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,7 +38,7 @@ enum msf_op {
 
 /* One layer with its quantization folded into TFLite integer parameters. A window is
  * kernel_h x kernel_w taps, moved by stride_h rows and stride_w columns. */
-typedef struct {
+typedef struct msf_layer {
     uint8_t op, kernel_h, kernel_w, stride_h, stride_w, pad_top, pad_left;
     uint16_t in_h, in_w, in_c, out_h, out_w, out_c;
     int16_t input;                /* model tensor index of the (first) input */
@@ -44,16 +46,19 @@ typedef struct {
     int32_t in_offset;            /* -zero_point of the (first) input */
     int32_t out_offset;           /* zero_point of the output */
     int32_t act_min, act_max;
-    const int8_t *weights;        /* conv OHWI, depthwise 1HWC, dense (out, in), prelu alpha (C)
-                                   * or (H, W, C) */
-    const int32_t *bias;
-    const int32_t *mult;          /* per output channel Q31 multipliers; a requantizing global
-                                   * avgpool (TFLite MEAN) has one, other pools none */
+    const int8_t *weights;        /* conv2d and dense: filters in interleaved pairs; depthwise:
+                                   * int16 groups of four channels (the layouts of
+                                   * msf_pio/codegen/kernel_data.py); the projection of a channel
+                                   * split's group: OHWI; prelu alpha (C) or (H, W, C) */
+    const msf_channel_t *channels;   /* conv2d, depthwise, dense: per output channel bias and
+                                      * requantization */
+    const int32_t *mult;          /* add: the output's Q31 multiplier; a requantizing global
+                                   * avgpool (TFLite MEAN): its multiplier */
     const int8_t *shift;          /* matching power-of-two exponents */
-    uint8_t narrow;               /* conv, depthwise: 1 when every accumulator shifted left by
-                                   * max(shift, 0) lies in (-2^30, 2^30) (the generator bounds
-                                   * it from the weights), so requantization takes a shorter
-                                   * exact path (msf_rq_apply_narrow) */
+    uint8_t requant;              /* conv2d, depthwise, dense: enum msf_requant (the generator
+                                   * bounds the accumulators from the weights) */
+    uint8_t folded;               /* depthwise 3x3, MSF_RQ_FAST: the input offset folded into
+                                   * the bias and weights and bias doubled (kernel_data.folds) */
     /* add (TFLite's scheme: both inputs rescaled to 2^left_shift * twice the max scale);
      * prelu: in2_offset is -zero_point of its alpha */
     int32_t in2_offset, left_shift, in1_mult, in2_mult;
@@ -71,6 +76,13 @@ typedef struct {
                                    * row; stream: the rows of state kept across runs */
     const uint16_t *index;        /* resize: the input row of every output row, then the input
                                    * column of every output column (msf_pio/numerics.py) */
+    uint16_t scratch;             /* conv2d, dense, folded depthwise: bytes of the kernel's stack
+                                   * buffer, from the shape (codegen/kernel_data.scratch_bytes) */
+    /* conv2d, folded depthwise: the kernel specialised to this layer's shape by the generated
+     * code (msf/kernels.h), or 0: the kernel takes the shape from the fields above; it runs
+     * in the buffer of `scratch` bytes its caller allocates */
+    void (*column)(const struct msf_layer *l, const msf_view_t *in, const msf_view_t *out,
+                   int32_t col, int32_t r0, int32_t r1, void *scratch);
 } msf_layer_t;
 
 /* A column ring of a tensor inside a fusion block. */

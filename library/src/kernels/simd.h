@@ -113,6 +113,37 @@ MSF_INLINE uint32_t msf_min4(uint32_t a, uint32_t b)
     __asm__("ssub8 %0, %1, %2\n\tsel %0, %2, %1" : "=&r"(r) : "r"(a), "r"(b) : "cc");
     return r;
 }
+
+/* a + b lane by lane */
+MSF_INLINE msf_x2_t msf_sadd16(msf_x2_t a, msf_x2_t b)
+{
+    msf_x2_t r;
+    __asm__("sadd16 %0, %1, %2" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+/* (lane 0 of a, lane 0 of b) */
+MSF_INLINE msf_x2_t msf_pkhbt(msf_x2_t a, msf_x2_t b)
+{
+    msf_x2_t r;
+    __asm__("pkhbt %0, %1, %2, lsl #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+/* (lane 1 of b, lane 1 of a) */
+MSF_INLINE msf_x2_t msf_pkhtb(msf_x2_t a, msf_x2_t b)
+{
+    msf_x2_t r;
+    __asm__("pkhtb %0, %1, %2, asr #16" : "=r"(r) : "r"(a), "r"(b));
+    return r;
+}
+
+/* a = the word at p + off, b = the next one (p + off word-aligned, off an integer constant
+ * expression): one LDRD, which compilers do not always form from two word loads */
+#define MSF_LOAD2(p, off, a, b)                                                                \
+    __asm__("ldrd %0, %1, [%2, %3]"                                                            \
+            : "=r"(a), "=r"(b)                                                                 \
+            : "r"(p), "n"(off), "m"(*(const uint64_t *)(const void *)((const char *)(p) + (off))))
 #else
 #define MSF_DSP 0
 #endif

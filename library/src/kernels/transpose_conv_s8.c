@@ -3,9 +3,10 @@
  * j stride_w - pad_left + kx), so output row r takes the taps ky = (r + pad_top) mod stride_h,
  * + stride_h, ... of input rows (r + pad_top - ky) / stride_h inside the input, and alike for
  * the columns. The int32 sums are TFLM's scatter's, added in another order; then the bias and
- * the per-channel requantization of a conv (msf_pio/numerics.py). Weights OHWI. Called by the
- * generated schedule itself: an upsampling layer is never inside a fusion block. With a sink
- * (a streamed network output), `out` is one pixel handed to it pixel after pixel. */
+ * the per-channel requantization of a conv (msf_pio/numerics.py: TFLite's steps, the channel
+ * records of msf/requant.h). Weights OHWI. Called by the generated schedule itself: an
+ * upsampling layer is never inside a fusion block. With a sink (a streamed network output),
+ * `out` is one pixel handed to it pixel after pixel. */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 
@@ -30,7 +31,7 @@ void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
             const int32_t kx0 = msf_first_tap(col, l->pad_left, l->stride_w, &j0);
             for (int32_t oc = 0; oc < l->out_c; oc++) {
                 const int8_t *filter = l->weights + (size_t)oc * kh * kw * cin;
-                int32_t acc = l->bias ? l->bias[oc] : 0;
+                int32_t acc = l->channels[oc].bias;
                 for (int32_t ky = ky0, i = i0; ky < kh && i >= 0; ky += l->stride_h, i--) {
                     for (int32_t kx = kx0, j = j0; i < l->in_h && kx < kw && j >= 0;
                          kx += l->stride_w, j--) {
@@ -45,8 +46,8 @@ void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
                         MSF_COUNT(cin);
                     }
                 }
-                out[oc] = msf_output_s8(acc, l->mult[oc], l->shift[oc], l->out_offset,
-                                        l->act_min, l->act_max);
+                out[oc] = msf_output_s8(acc, l->channels[oc].mult, l->channels[oc].shift,
+                                        l->out_offset, l->act_min, l->act_max);
             }
             if (sink) {
                 sink->fn(row, col, out, l->out_c, sink->ctx);

@@ -1,0 +1,100 @@
+"""Kernels specialised to the shapes of a model's layers.
+
+The C kernels' inner loops are inline templates of a layer's shape (library/include/msf/kernels.h);
+for each distinct shape of the model's conv2d and folded 3x3 depthwise layers the generated code
+instantiates them with the shape as constants (MSF_CONV2D_KERNEL, MSF_DW3X3_KERNEL: loops of
+known counts unrolled, offsets immediate), each a whole kernel that calls nothing back through
+a pointer (the stack predictor follows its calls), and points the layers of that shape at it
+(msf_layer_t.column). Layers of one shape share it, so a
+network of repeated blocks pays for each kernel once; past LIMIT shapes of a kind, the layers
+of the shapes with the fewest MACs keep the kernel for any shape (compile time and flash stay
+bounded however varied the network).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..fusion.geometry import layer_macs
+from ..model import ir
+
+# specialised kernels per kind (conv2d, folded depthwise) at most: about 2 KB of code and 0.1 s
+# of compile each; mbv2-w0.35-paper's 15 conv shapes keep 94% of their MACs specialised
+LIMIT = 12
+
+
+@dataclass(frozen=True)
+class ConvShape:
+    kh: int
+    kw: int
+    cin: int
+    sh: int
+    sw: int
+    pl: int
+    mode: int         # enum msf_requant
+    full: bool        # the activation clamp is the int8 range
+
+    @property
+    def name(self) -> str:
+        return (f"msf_conv_{self.kh}x{self.kw}_{self.cin}_s{self.sh}x{self.sw}"
+                f"_p{self.pl}_r{self.mode}{'f' if self.full else ''}")
+
+    def definition(self) -> str:
+        args = ", ".join(str(v) for v in (self.kh, self.kw, self.cin, self.sh, self.sw, self.pl,
+                                           self.mode, int(self.full)))
+        return f"MSF_CONV2D_KERNEL({self.name}, {args})\n"
+
+
+@dataclass(frozen=True)
+class DepthwiseShape:
+    """A folded 3x3 depthwise layer (kernel_data.folds)."""
+    c: int
+    full: bool
+
+    @property
+    def name(self) -> str:
+        return f"msf_dw3x3_{self.c}{'_f' if self.full else ''}"
+
+    def definition(self) -> str:
+        return f"MSF_DW3X3_KERNEL({self.name}, {self.c}, {int(self.full)})\n"
+
+
+def depthwise_shape(layer: ir.Layer, act: tuple[int, int], c: int | None = None):
+    """The shape of a folded 3x3 depthwise layer (or of its first c channels: a channel-split
+    group's)."""
+    return DepthwiseShape(c or layer.cin, act == (-128, 127))
+
+
+def conv_shape(layer: ir.Layer, mode: int, act: tuple[int, int]) -> ConvShape:
+    """The shape of a conv2d layer with its requant mode and activation clamp: the output
+    channel count stays the layer's field (the outermost loop: nothing to unroll), so layers
+    that differ only in it share one kernel."""
+    (kh, kw), (sh, sw) = layer.kernel, layer.stride
+    return ConvShape(kh, kw, layer.cin, sh, sw, layer.pad_left, mode, act == (-128, 127))
+
+
+def _key(layer: ir.Layer):
+    """What a layer's kernel is specialised to, but the requantization mode and clamp (conv2d:
+    window, input channels, strides, left padding; depthwise: its channels)."""
+    if layer.op == ir.CONV:
+        return ("conv", *layer.kernel, layer.cin, *layer.stride, layer.pad_left)
+    return ("depthwise", layer.cin) if layer.op == ir.DEPTHWISE else None
+
+
+def chosen(model) -> frozenset:
+    """The layers (indices) whose kernels the generator may specialise: per kind, those of the
+    LIMIT keys with the most MACs in the model."""
+    macs: dict = {}
+    for layer in model.layers:
+        key = _key(layer)
+        if key:
+            macs[key] = macs.get(key, 0) + layer_macs(layer)
+    keep = set()
+    for kind in ("conv", "depthwise"):
+        ranked = sorted((k for k in macs if k[0] == kind), key=lambda k: (-macs[k], k))
+        keep |= set(ranked[:LIMIT])
+    return frozenset(i for i, layer in enumerate(model.layers) if _key(layer) in keep)
+
+
+def definitions(shapes) -> list[str]:
+    """The C kernels of the distinct shapes, in a stable order."""
+    return [s.definition() for s in sorted(set(shapes), key=lambda s: s.name)]
