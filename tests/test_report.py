@@ -3,12 +3,14 @@ an independent count (the quantized model's parameter arrays, the vanilla plan s
 latency model's whole-plan prediction), and pictures whose legends cover no curve."""
 import json
 import re
+import subprocess
 
 import pytest
 
 from msf_pio import report
 from msf_pio.cli import main
 from msf_pio.codegen.generate import _layer_params
+from msf_pio.codegen.host import LIBRARY
 from msf_pio.fusion import solvers
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.planner import plan_model
@@ -43,17 +45,24 @@ def test_edges_add_up_to_the_plan_and_the_unfused_plan_is_solved_apart(tiny):
 
 
 def test_weight_bytes_are_the_arrays_the_generator_writes(tiny):
-    """int8 weights + int32 bias, multiplier + int8 shift per channel: the parameter arrays
-    codegen emits for the layers with weights, counted on the quantized model."""
+    """The weights in the kernels' layout (int8, int16 for depthwise) and one msf_channel_t
+    record per channel: the parameter arrays codegen emits for the layers with weights, counted
+    on the quantized model, with the record's size read from the C compiler."""
     _, _, _, data = tiny
     q = quantized_model("tiny", None, None)
-    sizes = {"int8_t": 1, "int32_t": 4}
+    probe = subprocess.run(["gcc", f"-I{LIBRARY / 'include'}", "-x", "c", "-", "-o", "/dev/null",
+                            "-c"], input='#include "msf/requant.h"\n'
+                            "char size[sizeof(msf_channel_t)];\n"
+                            "_Static_assert(sizeof(msf_channel_t) == 16, \"record\");\n",
+                            capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr
+    sizes = {"int8_t": 1, "int16_t": 2, "msf_channel_t": 16}
     emitted = []
     for i, layer in enumerate(q.layers):
-        arrays, _ = _layer_params(q, i)
-        found = [re.match(r"static const (\w+) ([wbms])\d+\[(\d+)\]", a).groups() for a in arrays]
-        emitted.append(sum(sizes[t] * int(n) for t, kind, n in found
-                           if layer.weights is not None and (kind in "wb" or layer.weights.bias.size)))
+        arrays = _layer_params(q, i)[0]
+        found = [re.match(r"static const (\w+) (w|ch)\d+\[(\d+)\]", a) for a in arrays]
+        emitted.append(sum(sizes[m.group(1)] * int(m.group(3)) for m in found
+                           if m and layer.weights is not None))
     per_edge = [sum(emitted[r["first"]:r["last"] + 1]) for r in data["edges"]]
     assert per_edge == [r["weight_bytes"] for r in data["edges"]]
     assert data["plan"]["weight_bytes"] == data["unfused"]["weight_bytes"] == sum(emitted) > 0

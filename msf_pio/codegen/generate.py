@@ -153,18 +153,17 @@ def resize_index(layer) -> np.ndarray:
 
 
 def weight_bytes(layer) -> int:
-    """Flash bytes of a layer's parameters as _layer_params emits them: the int8 weights and,
-    per output channel, an int32 bias, an int32 multiplier and an int8 shift (from the shapes,
-    so a float model's figure needs no quantization)."""
-    (ih, iw, ic), (_, _, oc) = layer.in_shape, layer.out_shape
-    kh, kw = layer.kernel
+    """Flash bytes of a layer's parameters as _layer_params emits them: a conv2d's, depthwise's,
+    dense's or transposed conv's weights and channel records in the kernels' layout
+    (kernel_data.flash_bytes), a PReLU's slopes, a resize's row and column maps."""
     if layer.op == ir.PRELU:
+        (ih, iw, ic) = layer.in_shape
         return ih * iw * ic if layer.slope_per_pixel else ic
     if layer.op == ir.RESIZE_NEAREST:             # uint16 row and column maps
         return 2 * (layer.out_shape[0] + layer.out_shape[1])
-    weights = {ir.CONV: oc * kh * kw * ic, ir.TRANSPOSE_CONV: oc * kh * kw * ic, ir.DEPTHWISE: oc * kh * kw,
-               ir.DENSE: oc * ih * iw * ic}.get(layer.op)
-    return 0 if weights is None else weights + 9 * oc
+    if layer.op in (ir.CONV, ir.TRANSPOSE_CONV, ir.DEPTHWISE, ir.DENSE):
+        return kernel_data.flash_bytes(layer)
+    return 0
 
 
 def _layer_struct(model: Model, i: int, f: dict) -> str:

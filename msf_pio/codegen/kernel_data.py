@@ -139,6 +139,21 @@ def folds(layer: ir.Layer, rq: numerics.ChannelRequant, mode: int) -> bool:
             bool(np.all(numerics.accumulator_bound(layer, rq.input_offset) < 1 << 29)))
 
 
+def flash_bytes(layer: ir.Layer) -> int:
+    """Bytes of a conv2d, depthwise, dense or transposed conv layer's weights and channel
+    records as layer_data lays them out, from the shapes alone (a float model needs no
+    quantization for it): the layout functions run on zeros of the weights' shape."""
+    (ih, iw, ic), (_, _, oc) = layer.in_shape, layer.out_shape
+    kh, kw = layer.kernel
+    records = padded(oc, 2) * CHANNEL.itemsize
+    if layer.op == ir.TRANSPOSE_CONV:
+        return oc * kh * kw * ic + records
+    if layer.op == ir.DEPTHWISE:
+        return depthwise_weights(np.zeros((1, kh, kw, oc), np.int8)).nbytes + records
+    shape = (oc, ih * iw * ic) if layer.op == ir.DENSE else (oc, kh, kw, ic)
+    return conv_weights(np.zeros(shape, np.int8), layer.stride[0]).nbytes + records
+
+
 def layer_data(layer: ir.Layer, rq: numerics.ChannelRequant, fast: bool = True) -> dict:
     """Weights (int8 or int16 array), channel records, requant mode, the depthwise `folded`
     flag and the kernel's stack buffer bytes of a conv2d, depthwise or dense layer, as the C
