@@ -8,7 +8,7 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 
 from msf_pio.cli import main
 from msf_pio.codegen.generate import generate
@@ -57,8 +57,17 @@ def test_tiny_first_edges_through_the_reference():
     check_first_edges(model, seeded_input(model, 0))
 
 
+# later strides ask only for the pool's first row, whose padded window reads one input row
+CLIPPED_FIRST_WINDOW = {"name": "clipped", "input": {"shape": [6, 6, 1]}, "layers": [
+    {"op": "avg_pool", "kernel": 2, "stride": 2, "padding": 1, "count_pad": True},
+    {"op": "pointwise", "out": 1},
+    {"op": "conv2d", "out": 1, "kernel": 1, "stride": [2, 1], "act": "none"},
+    {"op": "conv2d", "out": 1, "kernel": 1, "stride": [2, 1], "act": "none"}]}
+
+
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=small_specs(max_layers=7, residuals=False))
+@example(spec=CLIPPED_FIRST_WINDOW)
 def test_random_first_edges_through_the_reference(spec):
     model = streamed(quantized_model(spec_to_model(spec)))
     check_first_edges(model, seeded_input(model, 0))

@@ -4,7 +4,8 @@ The input arrives row by row, in order, from a source callback (a camera); nothi
 whole. The first edge keeps a ring of the input rows it still reads, sized here (the one formula
 the cost model, the code generator and the reference share):
 - a line-buffer block (or a single window layer) computes its first layer row by row: the ring
-  holds one window of input rows (k rows for a k x k layer, one for a 1x1 layer);
+  holds one window of input rows (k rows for a k x k layer, one for a 1x1 layer; fewer where
+  the rows the block computes only have windows clipped by the padding);
 - an H-cache block (tiles of t rows) computes a tile from the input rows its first layer reads
   for the whole tile: the ring holds the most input rows any tile reads;
 - a single head layer (global pooling, dense) reads the input whole: the ring is every row.
@@ -33,12 +34,14 @@ def check(model: Model) -> None:
                        "input", source=model.source or model.name, where="layers[0]")
 
 
-def window_rows(model: Model) -> int:
-    """Input rows one output row of the first layer reads (a whole input for a head layer)."""
+def window_rows(model: Model, computed: int | None = None) -> int:
+    """Input rows one output row of the first layer reads (a whole input for a head layer), the
+    most over its first `computed` output rows (all by default: a block whose later strides
+    never ask for the last rows computes fewer, and a padded first window reads fewer rows)."""
     layer = model.layers[0]
     if layer.op in ir.HEAD_OPS:
         return model.input_shape[0]
-    return int(row_taps(layer).max()) if layer.has_window else 1
+    return int(row_taps(layer)[:computed].max()) if layer.has_window else 1
 
 
 def input_ring(model: Model, rows: int) -> list[dict]:

@@ -78,8 +78,8 @@ def edges(model: Model, fams: list[Family]) -> list[Edge]:
             if costs.floor(first) > fam.cap:      # so are the longer blocks' rings
                 break
             # a streamed input: the first block also keeps one window of the first layer's rows
-            lead = stream_input.input_ring(model, stream_input.window_rows(model)) \
-                if model.stream_input and first == 0 else []
+            lead = stream_input.input_ring(model, stream_input.window_rows(
+                model, sweep.rows[0])) if model.stream_input and first == 0 else []
             out += block_edges(model, fam, first, NAME, 1, costs,
                                (sweep.oldest[first], written), lead)
     return out
