@@ -38,7 +38,7 @@ from msf_pio.fusion import exact_cost, latency, schemes  # noqa: E402
 from msf_pio.fusion.planner import plan_model  # noqa: E402
 from msf_pio.model import load_model  # noqa: E402
 from msf_pio.pio import bootstrap  # noqa: E402
-from msf_pio.pio.project import make_project, pio, result_lines  # noqa: E402
+from msf_pio.pio.project import make_project, pio, result_lines, widen_flash  # noqa: E402
 
 BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_esp32c3")
 # name -> (input HWC, layer, CMSIS-NN instr/MAC on the Cortex-M7 model from issue 11)
@@ -104,11 +104,12 @@ def project_for(tmp: Path, tag: str, board: str, profile: bool = False, **option
     options = {"ram_limit": "inf", "output": "buffer", "profile": "no", **options}
     project = make_project(tmp / f"{tag}-{board}", **options)
     (project / "src" / "main.c").write_text(FIRMWARE.read_text())
-    ini = project / "platformio.ini"
     # the dense layer's 1.28 MB of weights do not fit the 1 MB flash of the F412 stand-in;
     # the emulated memory does, so the benchmark lifts the flash limit (RAM stays the part's)
-    ini.write_text(ini.read_text() + "\n[env]\nboard_upload.maximum_size = 4194304\n" +
-                   ("build_flags = -DMSF_PROFILE_EDGES\n" if profile else ""))
+    widen_flash(project, 4194304)
+    if profile:
+        ini = project / "platformio.ini"
+        ini.write_text(ini.read_text() + "build_flags = -DMSF_PROFILE_EDGES\n")
     return project
 
 

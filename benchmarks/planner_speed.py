@@ -140,7 +140,7 @@ GENERATED = re.compile(r"msf-pio: \S+ (\S+) .*generated in ([\d.]+) s \(([\d.]+)
 
 def pio_section(names: list[str], board: str, flash: int | None = None) -> None:
     from msf_pio.pio import bootstrap
-    from msf_pio.pio.project import make_project, pio
+    from msf_pio.pio.project import make_project, pio, widen_flash
     core = bootstrap.core_dir()
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     print(f"generation inside `pio run -e {board}` (-t idedata), seconds CPU (wall), the "
@@ -159,11 +159,8 @@ def pio_section(names: list[str], board: str, flash: int | None = None) -> None:
             for objective in PIO_OBJECTIVES:
                 project = make_project(Path(tmp) / f"{stem}-{objective}", model=name,
                                        objective=objective)
-                if flash:        # as a user would widen it (benchmarks/zoo_boards.py --flash)
-                    ini = project / "platformio.ini"
-                    ini.write_text(ini.read_text().replace(
-                        f"board = {board}\n",
-                        f"board = {board}\nboard_upload.maximum_size = {flash}\n", 1))
+                if flash:
+                    widen_flash(project, flash)
                 code, out = pio(core, project, "run", "-e", board, "-t", "idedata")
                 found = GENERATED.search(out)
                 if not found:

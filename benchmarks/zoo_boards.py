@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from msf_pio.model.zoo import zoo_names  # noqa: E402
 from msf_pio.pio import bootstrap, monitor  # noqa: E402
 from msf_pio.pio.demo import demo_dir  # noqa: E402
-from msf_pio.pio.project import make_project, pio, result_lines  # noqa: E402
+from msf_pio.pio.project import make_project, pio, result_lines, widen_flash  # noqa: E402
 
 FIELD = re.compile(r"(\w+)=(\S+)")
 
@@ -44,10 +44,7 @@ def main() -> int:
         project = make_project(demo_dir().parent / "zoo-boards", model=name, output="buffer",
                                profile="no")
         if args.flash:
-            ini = project / "platformio.ini"
-            ini.write_text(ini.read_text().replace(
-                f"board = {args.board}\n",
-                f"board = {args.board}\nboard_upload.maximum_size = {args.flash}\n", 1))
+            widen_flash(project, args.flash)
         code, out = pio(core, project, "run", "-e", args.board, "-t", "upload")
         lines = result_lines(out)
         if code or not lines:

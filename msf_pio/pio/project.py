@@ -39,6 +39,15 @@ def make_project(dst: Path, **options: str) -> Path:
     return dst
 
 
+def widen_flash(project: Path, flash: int) -> None:
+    """Every env of a demo copy takes `flash` bytes of flash as a user would widen it
+    (board_upload.maximum_size): the emulated machines map more code memory than the parts
+    they stand for (qemu_f767zi's mps2-an500: 4 MB at 0x0). The [env] section is the file's
+    last, so a caller may append more of its options."""
+    ini = project / "platformio.ini"
+    ini.write_text(ini.read_text() + f"\n[env]\nboard_upload.maximum_size = {flash}\n")
+
+
 def envs(project: Path) -> list[str]:
     parser = configparser.ConfigParser(inline_comment_prefixes=(";",))
     parser.read(project / "platformio.ini")
