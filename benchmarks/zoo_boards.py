@@ -7,8 +7,12 @@ cannot hold is the build's one-line reason (its weights against the board's flas
 --flash BYTES widens the emulated board's flash as a user would (`board_upload.maximum_size`
 in the env): QEMU's mps2-an500 behind qemu_f767zi maps 4 MB of code memory at 0x0, so models
 whose weights exceed the real part's 2 MB run there with the real part's RAM and core.
+--weights-section NAME places the weights in that linker section instead
+(custom_msf_weights_section): qemu_f767zi maps it to mps2-an500's 16 MB at 0x60000000, as a
+user's board maps it to external flash.
 
-Run: python benchmarks/zoo_boards.py [--board qemu_f767zi] [--flash 4194304] [MODEL ...]
+Run: python benchmarks/zoo_boards.py [--board qemu_f767zi] [--flash 4194304]
+     [--weights-section .msf_weights] [MODEL ...]
 """
 from __future__ import annotations
 
@@ -33,6 +37,8 @@ def main() -> int:
                     default=sorted(set(zoo_names(large=True)) - set(zoo_names())))
     ap.add_argument("--board", default="qemu_f767zi")
     ap.add_argument("--flash", type=int, help="the emulated board's flash in bytes")
+    ap.add_argument("--weights-section", help="custom_msf_weights_section: the weights in the "
+                    "board's external memory")
     args = ap.parse_args()
     print("| model | plan | arena measured | predicted | cycles | predicted cycles | output CRC | "
           "status |")
@@ -45,6 +51,10 @@ def main() -> int:
                                profile="no")
         if args.flash:
             widen_flash(project, args.flash)
+        if args.weights_section:
+            ini = project / "platformio.ini"
+            ini.write_text(ini.read_text() + ("" if args.flash else "\n[env]\n") +
+                           f"custom_msf_weights_section = {args.weights_section}\n")
         code, out = pio(core, project, "run", "-e", args.board, "-t", "upload")
         lines = result_lines(out)
         if code or not lines:

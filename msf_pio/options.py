@@ -8,6 +8,7 @@ import re
 from .errors import MsfError
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(b|kb|kib|mb|mib)?\s*$", re.IGNORECASE)
+_SECTION = re.compile(r"^\.?[A-Za-z_][A-Za-z0-9_.]{0,62}$")
 _UNITS = {None: 1, "b": 1, "kb": 1000, "kib": 1024, "mb": 1000 ** 2, "mib": 1024 ** 2}
 
 
@@ -70,3 +71,14 @@ def parse_input_shape(text: str, where: str = "--input-shape") -> tuple[int, int
         raise MsfError(f"must be H,W,C, three positive integers such as 96,96,3, got {text!r}",
                        where=where)
     return dims
+
+
+def parse_section_name(text: str, where: str = "custom_msf_weights_section") -> str:
+    """A linker section name such as .qspi_weights or ExtFlashSection: a C identifier with dots
+    (one may lead), at most 64 characters; it becomes C text in a section attribute."""
+    name = str(text).strip()
+    if not _SECTION.match(name):
+        raise MsfError(f"must be a linker section name such as .qspi_weights (letters, digits, "
+                       f"_ and ., not starting with a digit, at most 64), got {text!r}",
+                       where=where)
+    return name

@@ -5,6 +5,7 @@ import importlib.metadata
 import math
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 
@@ -79,6 +80,21 @@ def test_weights_beyond_the_flash_stop_the_build(tmp_path):
     facts = BoardFacts("small", flash=100_000, ram=1 << 20, framework_ram=0, stack=0)
     with pytest.raises(MsfError, match=r"the weights need \d+ B of flash, small has 100000 B"):
         generate_library(options("mbv2-w0.35-paper"), tmp_path, facts, 0)
+
+
+def test_weights_in_external_memory_count_against_it(tmp_path):
+    # custom_msf_weights_section: the weights leave the internal flash for the memory the
+    # section is mapped to, and are checked against that memory's size instead
+    facts = BoardFacts("small", flash=100, ram=1 << 20, framework_ram=0, stack=0)
+    external = replace(options("tiny"), weights_section=".qspi_weights", weights_size=1 << 20)
+    _, summary, _ = generate_library(external, tmp_path, facts, 0)
+    need = summary["weight_bytes"]
+    assert need > facts.flash
+    source = (tmp_path / "msf_generated" / "msf_model" / "src" / "msf_model.c").read_text()
+    assert '#define MSF_WEIGHTS __attribute__((section(".qspi_weights")))' in source
+    with pytest.raises(MsfError, match=rf"the weights need {need} B, the memory of section "
+                                       rf"\.qspi_weights has {need - 1} B"):
+        generate_library(replace(external, weights_size=need - 1), tmp_path, facts, 0)
 
 
 # ESP-IDF's partition tables (name, type, subtype, offset, size, flags): its default single-app

@@ -1,11 +1,13 @@
 """The custom_msf_* options of a PlatformIO env: calibration data for float models is a file or
 folder of the project, its bytes decide regeneration, and a bad value is one line naming it."""
+import json
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from msf_pio.errors import MsfError
+from msf_pio.pio import PLATFORM_DIR
 from msf_pio.pio.boards import board_facts
 from msf_pio.pio.integration import _inputs_digest, read_options
 
@@ -38,3 +40,32 @@ def test_bad_values_are_one_line_naming_the_option(tmp_path, option, value, word
     text = str(err.value)
     assert "\n" not in text and option in text and words in text
     assert text.startswith("platformio.ini [env:nucleo_f767zi]")
+
+
+@pytest.mark.parametrize("values,option,words", [
+    ({"custom_msf_weights_section": '.w")));'}, "custom_msf_weights_section",
+     "must be a linker section name"),
+    ({"custom_msf_weights_section": ".qspi"}, "custom_msf_weights_size",
+     "is required with custom_msf_weights_section on nucleo_f767zi"),
+    ({"custom_msf_weights_section": ".qspi", "custom_msf_weights_size": "16 apples"},
+     "custom_msf_weights_size", "must be a number of bytes"),
+    ({"custom_msf_weights_size": "16MiB"}, "custom_msf_weights_size",
+     "applies to custom_msf_weights_section only"),
+])
+def test_weights_section_options(tmp_path, values, option, words):
+    # the section name reaches C text: only a plain section name; its memory's size is the
+    # option's or the board's (NUCLEO-F767ZI has no external flash)
+    with pytest.raises(MsfError) as err:
+        options(tmp_path, custom_msf_model="tiny", **values)
+    text = str(err.value)
+    assert "\n" not in text and option in text and words in text
+    opts = options(tmp_path, custom_msf_model="tiny", custom_msf_weights_section=".qspi",
+                   custom_msf_weights_size="16MiB")
+    assert (opts.weights_section, opts.weights_size) == (".qspi", 16 << 20)
+    manifest = json.loads((Path(PLATFORM_DIR) / "boards" / "qemu_f767zi.json").read_text())
+    emulated = board_facts("qemu_f767zi", lambda key, default=None: manifest.get(
+        key.split(".")[0], {}).get(key.split(".")[1], default))   # its 16 MB at 0x60000000
+    opts = read_options(lambda k, d: {"custom_msf_model": "tiny",
+                                      "custom_msf_weights_section": "ExtFlashSection"}.get(k, d),
+                        emulated, tmp_path, "qemu_f767zi")
+    assert (opts.weights_section, opts.weights_size) == ("ExtFlashSection", 16 << 20)

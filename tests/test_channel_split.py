@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from msf_pio import numerics as nm_
 from msf_pio.codegen import kernel_data
-from msf_pio.codegen.generate import generate, group_layer
+from msf_pio.codegen.generate import generate, group_layer, weight_bytes
 from msf_pio.codegen.host import LIBRARY, write_sources
 from msf_pio.fusion import latency, solvers
 from msf_pio.fusion.graph import build_graph
@@ -176,7 +176,8 @@ def test_split_plan_cross_compiles_warning_free(mn2, target, tmp_path):
         pytest.skip(f"{CROSS[target][0]} is not installed (scripts/setup.sh installs it)")
     model, graph, _, _ = mn2
     plan = solvers.p1_min_ram(graph, 1.3)
-    write_sources(generate(model, plan), tmp_path)
+    # custom_msf_weights_section: every array the flash check counts goes to that section
+    write_sources(generate(model, plan, weights_section=".msf_weights"), tmp_path)
     for flags in ([], ["-DMSF_COUNT_MACS", "-DMSF_MEASURE_ARENA"]):
         cmd = [*CROSS[target], "-std=c99", "-O2", "-Wall", "-Wextra", "-Werror", "-ffreestanding",
                *flags, f"-I{LIBRARY / 'include'}", f"-I{tmp_path}", "-c",
@@ -206,3 +207,9 @@ def test_split_plan_cross_compiles_warning_free(mn2, target, tmp_path):
             want += sum(laid_out(*group_layer(model, i, c, split[first]))
                         for c in range(0, layer.cout, split[first]))
     assert held == want
+    size = CROSS[target][0].replace("gcc", "size")
+    sections = subprocess.run([size, "-A", str(tmp_path / "m.o")], capture_output=True,
+                              text=True, check=True).stdout
+    placed = sum(int(f[1]) for f in map(str.split, sections.splitlines())
+                 if f and f[0] == ".msf_weights")
+    assert placed == sum(map(weight_bytes, model.layers))

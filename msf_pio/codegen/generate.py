@@ -17,6 +17,7 @@ from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
 from ..model.limits import check_model
+from ..options import parse_section_name
 from . import io, kernel_data, specialise
 from .arena import ArenaLayout, plan_arena
 from .c_text import c_comment, c_string, line_token
@@ -43,29 +44,33 @@ class Sources:
 
 
 def c_array(ctype: str, name: str, values, per_line: int = 24, storage: str = "static const",
-            align: bool = False) -> str:
+            align: bool = False, weights: bool = False) -> str:
     """A C array definition of integers (weights go to flash as const); `align`: on a word
-    boundary, for kernels that load it a word at a time."""
+    boundary, for kernels that load it a word at a time; `weights`: one of the arrays
+    weight_bytes counts, placed in MSF_WEIGHTS (custom_msf_weights_section)."""
     a = np.asarray(values).reshape(-1)
     flat = list(map(str, a.tolist() if a.dtype.kind in "iu" else [int(v) for v in a]))
     lines = [", ".join(flat[i:i + per_line]) for i in range(0, len(flat), per_line)]
     body = ",\n    ".join(lines) if lines else "0"
     aligned = " __attribute__((aligned(4)))" if align else ""
-    return f"{storage} {ctype} {name}[{max(len(flat), 1)}]{aligned} = {{\n    {body}\n}};\n"
+    placed = " MSF_WEIGHTS" if weights else ""
+    return (f"{storage} {ctype} {name}[{max(len(flat), 1)}]{aligned}{placed} = {{\n    {body}"
+            "\n};\n")
 
 
 def c_channels(name: str, records: np.ndarray) -> str:
     """The per-channel records of a conv2d / depthwise / dense layer (msf_channel_t)."""
     rows = [f"    {{{r['bias']}, {r['mult']}, {r['round']}, {r['shift']}, {r['right']}}}"
             for r in records]
-    return (f"static const msf_channel_t {name}[{len(rows)}] = {{\n" + ",\n".join(rows) +
+    return (f"static const msf_channel_t {name}[{len(rows)}] MSF_WEIGHTS = {{\n" +
+            ",\n".join(rows) +
             "\n};\n")
 
 
 def c_weights(name: str, weights: np.ndarray) -> str:
     """A kernel's weights (int8, or int16 for depthwise), word-aligned."""
     ctype = "int16_t" if weights.dtype == np.int16 else "int8_t"
-    return c_array(ctype, name, weights, align=True)
+    return c_array(ctype, name, weights, align=True, weights=True)
 
 
 def weights_ref(name: str, weights: np.ndarray, offset: int = 0) -> str:
@@ -82,11 +87,12 @@ def _check(model: Model) -> None:
 
 
 def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int | None = None,
-                  own_weights: bool = True) -> tuple[list[str], dict, list]:
+                  own_weights: bool = True, own_channels: bool = True
+                  ) -> tuple[list[str], dict, list]:
     """Constant arrays, the initializer fields of layer i and the specialised kernel shapes it
     uses (if i is in `keep`, specialise.chosen; cout: of a channel-split group's first cout
-    channels). own_weights False: its weights live in its edge's own arrays only
-    (_regrouped_layers), the table's pointer is null."""
+    channels). own_weights / own_channels False: its weights / channel records live in its
+    edge's own arrays only (_regrouped_layers), the table's pointer is null."""
     layer = model.layers[i]
     rq = numerics.requantization(model, i)
     arrays, f, shapes = [], {}, []
@@ -94,11 +100,12 @@ def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int
         data = kernel_data.layer_data(layer, rq)
         if own_weights:
             arrays.append(c_weights(f"w{i}", data["weights"]))
-        arrays.append(c_channels(f"ch{i}", data["channels"]))
+        if own_channels:
+            arrays.append(c_channels(f"ch{i}", data["channels"]))
         f.update(in_offset=rq.input_offset, out_offset=rq.output_offset,
                  weights=weights_ref(f"w{i}", data["weights"]) if own_weights else 0,
-                 channels=f"ch{i}", requant=data["requant"], folded=data["folded"],
-                 scratch=data["scratch"])
+                 channels=f"ch{i}" if own_channels else 0, requant=data["requant"],
+                 folded=data["folded"], scratch=data["scratch"])
         act = (rq.act_min, rq.act_max)
         if i in keep and layer.op == ir.CONV and kernel_data.conv_fits(layer):
             shapes.append(specialise.conv_shape(layer, data["requant"], act))
@@ -129,7 +136,7 @@ def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int
                  fn_mult1=rq.multiplier1, fn_shift1=rq.shift1, fn_mult2=rq.multiplier2,
                  fn_shift2=rq.shift2, fn_limit=rq.limit)
         if layer.op == ir.PRELU:                    # the slopes: C bytes of flash
-            arrays.append(c_array("int8_t", f"w{i}", layer.weights.w))
+            arrays.append(c_array("int8_t", f"w{i}", layer.weights.w, weights=True))
             f.update(weights=f"w{i}", in2_offset=rq.alpha_offset,
                      slope_per_pixel=int(layer.slope_per_pixel))
     if layer.op in (ir.SLICE, ir.CROP):
@@ -137,7 +144,7 @@ def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int
     if layer.op == ir.STREAM:
         f.update(begin=layer.state_rows)
     if layer.op == ir.RESIZE_NEAREST:               # the row and column maps: flash tables
-        arrays.append(c_array("uint16_t", f"r{i}", resize_index(layer)))
+        arrays.append(c_array("uint16_t", f"r{i}", resize_index(layer), weights=True))
         f.update(index=f"r{i}")
     if layer.count_pad:                             # padding taps hold the input's zero point
         f.update(in_offset=-model.tensor_q(model.input_of(i)).zero_point)
@@ -304,7 +311,7 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
             fields.append(_layer_struct(model, l, {**f, **more}))
         inits += [*fields, _layer_struct(model, i + 2, {**fp, "in_c": g, "channels": 0,
                                                         "weights": f"&pwg{k}[{j * co * g}]"})]
-    arrays = [c_array("int8_t", f"pwg{k}", per_group(P.weights.w))]
+    arrays = [c_array("int8_t", f"pwg{k}", per_group(P.weights.w), weights=True)]
     for tag in ("e", "d"):
         arrays.append(c_weights(f"{tag}wg{k}", np.concatenate(weights[tag])))
         arrays.append(c_channels(f"{tag}chg{k}", np.concatenate(records[tag])))
@@ -318,19 +325,22 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
 EXECUTOR_FIELDS = {"channel_split": _split_groups}
 
 
-def _regrouped_layers(plan: Plan) -> set[int]:
+def _regrouped_layers(plan: Plan) -> dict[int, bool]:
     """Layers whose weights only their edge's per-group arrays hold (a channel-split triple's
-    three: ewg/dwg/pwg): the layer table's entries keep their geometry and per-channel
-    parameters, and no second copy of the weights (it doubled their flash)."""
-    return {l for e in plan.blocks if _executor(e) == "channel_split"
+    three: ewg/dwg/pwg), each with whether the layer table keeps its channel records: the
+    project's (the sums' finish reads them); the expand's and depthwise's are in echg/dchg
+    only. No second copy in flash (it doubled the weights', then added 16 B a channel)."""
+    return {l: l == e.first + 2 for e in plan.blocks if _executor(e) == "channel_split"
             for l in (e.first, e.first + 1, e.first + 2)}
 
 
 def generate(model: Model, plan: Plan, measure: bool = False,
-             stack_bytes: int | None = None) -> Sources:
+             stack_bytes: int | None = None, weights_section: str | None = None) -> Sources:
     """measure: the header itself turns arena painting on (firmware builds that measure; host
     builds pass -DMSF_MEASURE_ARENA instead). stack_bytes: the plan's predicted stack on the
-    board built for (codegen/stack.py), MSF_MODEL_STACK_PREDICTED in the header."""
+    board built for (codegen/stack.py), MSF_MODEL_STACK_PREDICTED in the header.
+    weights_section: the linker section of the weight arrays (custom_msf_weights_section,
+    checked by options.parse_section_name), else they stay in .rodata."""
     _check(model)
     if not plan.feasible:
         raise MsfError(f"plan is infeasible: {plan.reason}", source=model.source or model.name)
@@ -343,7 +353,8 @@ def generate(model: Model, plan: Plan, measure: bool = False,
     regrouped = _regrouped_layers(plan)
     keep = specialise.chosen(model)
     for i in range(model.n_layers):
-        a, f, sh = _layer_params(model, i, keep, own_weights=i not in regrouped)
+        a, f, sh = _layer_params(model, i, keep, own_weights=i not in regrouped,
+                                 own_channels=regrouped.get(i, True))
         arrays += a
         shapes += sh
         layer_inits.append(_layer_struct(model, i, f))
@@ -377,6 +388,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         '#include "msf/runtime.h"',
         "",
         "MSF_KERNEL_SPEED   /* the specialised kernels at -O3 in a firmware built for size */",
+        _weights_attribute(weights_section),
         "",
         *specialise.definitions(shapes),
         f"static int8_t msf_arena[{max(layout.size, 1)}] __attribute__((aligned(4)));",
@@ -434,6 +446,16 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         "",
     ])
     return Sources(header, source, layout)
+
+
+def _weights_attribute(section: str | None) -> str:
+    """MSF_WEIGHTS, on every array weight_bytes counts: a named section where the user's
+    linker script maps memory that holds them (external flash), else nothing (.rodata)."""
+    if section is None:
+        return "#define MSF_WEIGHTS"
+    parse_section_name(section)             # never text from a model file; checked again
+    return (f'#define MSF_WEIGHTS __attribute__((section("{section}")))'
+            "   /* custom_msf_weights_section */")
 
 
 def _source_init(model: Model) -> str:

@@ -28,6 +28,8 @@ class BoardFacts:
                                      # partition)
     cpu_hz: int | None = None       # the core clock the board file sets up
     twin: str | None = None         # the emulated board whose latency profile predicts this one
+    weights_flash: int | None = None  # memory-mapped external memory for the weights
+                                      # (custom_msf_weights_section), bytes
 
     def stack_for(self, predicted: int | None) -> int:
         """The stack to keep: the plan's predicted stack, never less than the board's reserve."""
@@ -82,7 +84,8 @@ def board_facts(board: str, manifest_get, app_partition: tuple[str, int] | None 
             link_symbols=dict(entry.get("link_symbols") or {}),
             rom_length=int(entry["rom_length"]) if "rom_length" in entry else None,
             cpu_hz=int(entry["cpu_hz"]) if "cpu_hz" in entry else None,
-            twin=str(entry["twin"]) if "twin" in entry else None)
+            twin=str(entry["twin"]) if "twin" in entry else None,
+            weights_flash=size("weights_flash", "upload.maximum_weights_size"))
     except (TypeError, ValueError) as exc:
         raise MsfError(f"bad board facts: {exc}", source=str(FACTS), where=board) from None
 

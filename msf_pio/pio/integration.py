@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from .. import __version__, progress
-from ..options import INI_NAMES, check_plan_options, parse_max_overhead, parse_ram_limit
+from ..options import (INI_NAMES, check_plan_options, parse_max_overhead, parse_ram_limit,
+                       parse_section_name)
 from ..errors import InfeasibleBudget, MsfError, one_line
 from ..text import printable
 from ..fusion.solvers import OBJECTIVES
@@ -45,6 +46,8 @@ class Options:
     input: str = "buffer"           # buffer | stream (rows pulled from a source callback)
     profile: bool = False           # every edge timed: msf_profile_print() prints the cycles
     input_shape: tuple | None = None  # H, W, C of a model file whose input is dynamic
+    weights_section: str | None = None  # linker section of the weight arrays (external flash)
+    weights_size: int | None = None     # bytes of the memory that section is mapped to
 
     def key(self) -> dict:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -55,7 +58,8 @@ class Options:
 OPTIONS = ("custom_msf_model", "custom_msf_objective", "custom_msf_max_overhead",
            "custom_msf_ram_limit", "custom_msf_cost_model", "custom_msf_output",
            "custom_msf_input", "custom_msf_measure", "custom_msf_profile",
-           "custom_msf_calibration", "custom_msf_input_range", "custom_msf_input_shape")
+           "custom_msf_calibration", "custom_msf_input_range", "custom_msf_input_shape",
+           "custom_msf_weights_section", "custom_msf_weights_size")
 
 
 def check_option_names(keys, where: str) -> None:
@@ -147,9 +151,35 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
             input_shape = parse_input_shape(input_shape, "custom_msf_input_shape")
         except MsfError as exc:
             raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    section, section_size = _weights_section(get, facts, fail)
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
-                   calibration, input_range, stream_in, profile == "yes", input_shape)
+                   calibration, input_range, stream_in, profile == "yes", input_shape,
+                   section, section_size)
+
+
+def _weights_section(get, facts: BoardFacts, fail) -> tuple[str | None, int | None]:
+    """custom_msf_weights_section and the size of the memory it is mapped to:
+    custom_msf_weights_size, else the board's (boards.yaml weights_flash or the manifest's
+    upload.maximum_weights_size). A size without a section would be silently ignored."""
+    text = (get("custom_msf_weights_section", "") or "").strip()
+    size_text = (get("custom_msf_weights_size", "") or "").strip()
+    if not text:
+        if size_text:
+            raise fail("custom_msf_weights_size", "applies to custom_msf_weights_section only "
+                                                  "(the weights are in the board's flash)")
+        return None, None
+    try:
+        section = parse_section_name(text)
+        size = (parse_ram_limit(size_text, "custom_msf_weights_size") if size_text
+                else facts.weights_flash)
+    except MsfError as exc:
+        raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    if size is None or math.isinf(size):
+        raise fail("custom_msf_weights_size", f"is required with custom_msf_weights_section "
+                                              f"on {facts.board}: the bytes of the memory "
+                                              f"your linker script maps {section} to")
+    return section, int(size)
 
 
 def _source_digest() -> str:
@@ -315,12 +345,18 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     stack_bytes = stack.bytes if stack else None
     plan.predicted_stack = stack_bytes
     step.update(2, "generating C")
-    sources = generate(model, plan, measure=options.measure, stack_bytes=stack_bytes)
+    sources = generate(model, plan, measure=options.measure, stack_bytes=stack_bytes,
+                       weights_section=options.weights_section)
     weight_bytes = sum(map(layer_weight_bytes, model.layers))
-    if facts.flash and weight_bytes > facts.flash:
+    if options.weights_section and weight_bytes > options.weights_size:
+        raise InfeasibleBudget(f"the weights need {weight_bytes} B, the memory of section "
+                               f"{options.weights_section} has {options.weights_size} B",
+                               source=f"model {model.name}")
+    if facts.flash and not options.weights_section and weight_bytes > facts.flash:
         where = f"{board}'s {facts.flash_region}" if facts.flash_region else board
         raise InfeasibleBudget(f"the weights need {weight_bytes} B of flash, {where} has "
-                       f"{facts.flash} B", source=f"model {model.name}")
+                       f"{facts.flash} B (custom_msf_weights_section places them in "
+                       f"external memory)", source=f"model {model.name}")
     budget = facts.ram_budget(io_bytes, stack_bytes)
     if budget is not None and plan.peak_ram > budget:
         least = feasible_plan(graph, "min_ram").peak_ram
@@ -361,6 +397,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "board_ram": facts.ram,
         "board_flash": facts.flash, "flash_region": facts.flash_region,
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
+        "weights_section": options.weights_section, "weights_size": options.weights_size,
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
         "output_bytes": model.output_bytes(),

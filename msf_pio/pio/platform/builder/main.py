@@ -9,6 +9,7 @@ on Xtensa) are the msf-pio library's, library/src/board/qemu_*.c: -DMSF_QEMU sel
 """
 
 import os
+import re
 
 from SCons.Script import (  # pylint: disable=import-error
     COMMAND_LINE_TARGETS, AlwaysBuild, Default, DefaultEnvironment)
@@ -54,6 +55,31 @@ else:
     BASE_LDSCRIPT = "picolibc.ld"
 
 
+def weights_section():
+    """custom_msf_weights_section, if the board maps further memory for it (msf-pio checks the
+    name; one that is not a plain section name is left to its error)."""
+    name = (env.GetProjectOption("custom_msf_weights_section", "") or "").strip()
+    if board.get("build.weights_origin", "") and \
+            re.match(r"^\.?[A-Za-z_][A-Za-z0-9_.]{0,62}$", name):
+        return name
+    return None
+
+
+WEIGHTS = weights_section()
+
+
+def weights_region():
+    """The weights section in the machine's further memory (build.weights_origin,
+    upload.maximum_weights_size), which QEMU's ELF loader fills as a programmer fills a real
+    board's external flash."""
+    if not WEIGHTS:
+        return ""
+    return ("MEMORY { msf_weights (r) : ORIGIN = %s, LENGTH = %s }\n"
+            "SECTIONS { %s : { *(%s) } > msf_weights }\n"
+            % (board.get("build.weights_origin"), board.get("upload.maximum_weights_size"),
+               WEIGHTS, WEIGHTS))
+
+
 def write_ldscript():
     """Board memory as the base script's inputs; -T here suppresses picolibc's own -T."""
     path = os.path.join(env.subst("$BUILD_DIR"), "msf_qemu.ld")
@@ -63,7 +89,7 @@ def write_ldscript():
         ("__ram", board.get("build.ram_origin")),
         ("__ram_size", board.get("upload.maximum_ram_size")),
         ("__stack_size", board.get("build.stack_size")),
-    )) + "INCLUDE %s\n" % BASE_LDSCRIPT
+    )) + "INCLUDE %s\n" % BASE_LDSCRIPT + weights_region()
     os.makedirs(os.path.dirname(path), exist_ok=True)
     old = open(path, encoding="ascii").read() if os.path.isfile(path) else None
     if old != text:  # rewriting an unchanged file would relink every time
@@ -79,6 +105,15 @@ if "nobuild" in COMMAND_LINE_TARGETS:
 else:
     target_elf = env.BuildProgram()
 AlwaysBuild(env.Alias("nobuild", target_elf))
+if WEIGHTS:
+    # PlatformIO's size check (size -B) counts every read-only section against
+    # upload.maximum_size: it reads a copy without the weights, which are not in that flash
+    internal = os.path.join(env.subst("$BUILD_DIR"), "firmware-internal.elf")
+    env.AddPostAction(target_elf, env.VerboseAction(
+        "$OBJCOPY -R %s $TARGET %s" % (WEIGHTS, internal), "Leaving out %s" % WEIGHTS))
+    env.Replace(SIZECHECKCMD="$SIZETOOL -B -d " + internal,
+                SIZEPROGREGEXP=r"^(\d+)\s+(\d+)\s+\d+\s",
+                SIZEDATAREGEXP=r"^\d+\s+(\d+)\s+(\d+)\s+\d+")
 
 timeout = env.GetProjectOption("custom_qemu_timeout", "60")
 env.Replace(UPLOADCMD=platform.run_command_line(
