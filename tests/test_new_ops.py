@@ -275,7 +275,7 @@ def test_detection_heads_are_graph_outputs_with_tflm_bytes(tmp_path, heads):
                 ref = np.concatenate([interp.get_output(k).reshape(-1)
                                       for k in range(2 * heads)])
                 from msf_pio.reference import run_model
-                np.testing.assert_array_equal(run_model(model, x), ref)
+                np.testing.assert_array_equal(run_model(model, x).reshape(-1), ref)
                 run = build.run(x, "measure")
                 np.testing.assert_array_equal(run.output, ref)
                 assert run.figures["arena_measured"] == plan.peak_ram
@@ -323,3 +323,110 @@ def test_squeeze_excite_blocks_in_every_least_ram_plan_match_the_unfused_model()
         assert run.figures["arena_measured"] == plans[-1].peak_ram
     finally:
         build.close()
+
+
+S_VECTOR = np.float32(2.0)
+
+
+def embedding_net(seed: int = 0) -> bytes:
+    """The shape of TFLite Micro's id_model example (a face-ID embedding): int8 (1, 12, 12, 2)
+    -> PAD 1 read by two convs: CONV 3x3/2 VALID (LEAKY_RELU) -> AVERAGE_POOL 2x2 -> RESHAPE
+    -> FULLY_CONNECTED 6 = e1, and CONV 3x3 VALID (4) -> CONV 1x1 (4) = lateral -> CONV 3x3/2
+    SAME (4) = f -> RESHAPE -> FULLY_CONNECTED 6 = e3; f -> CONV 1x1 (4) -> RESIZE_NEAREST x2
+    -> ADD lateral -> RESHAPE -> FULLY_CONNECTED 6 = e2 -> CONCATENATION of e1, e2, e3 ->
+    FULLY_CONNECTED 5 -> EXPAND_DIMS to (1, 1, 5)."""
+    b = TfliteBuilder(seed)
+    s_in = np.float32(1 / 40)
+    x = b.activation("image", (1, 12, 12, 2), s_in, -5)
+    pads = b.tensor("pads", (4, 2), TT.INT32, data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]],
+                                                             "<i4"))
+    xp = b.activation("padded", (1, 14, 14, 2), s_in, -5)
+    b.op(OP.PAD, [x, pads], [xp], OPT.PadOptions, fb.PadOptionsT())
+
+    def conv(src, s_src, cin, cout, hw, name, k, stride, padding=VALID, zp=2):
+        w, sw = b.weights(name, (cout, k, k, cin), 0)
+        s = b.out_scale(s_src, sw, k * k * cin)
+        y = b.activation(name, (1, *hw, cout), s, zp)
+        b.op(OP.CONV_2D, [src, w, b.bias(name, cout, 2000)], [y], OPT.Conv2DOptions,
+             conv_options(padding, stride, A.NONE))
+        return y, s
+
+    s_vec = S_VECTOR        # the three vectors concatenated: one quantization
+
+    def dense(src, s_src, n, name, out=6, s_out=s_vec, zp=-4):
+        """RESHAPE to (1, n) -> FULLY_CONNECTED `out` (output scale s_out, else a fitting one)."""
+        shape = b.tensor(f"{name}/shape", (2,), TT.INT32, data=np.array([1, n], "<i4"))
+        flat = b.activation(f"{name}/flat", (1, n), s_src, b.tensors[src].quantization
+                            .zeroPoint[0])
+        b.op(OP.RESHAPE, [src, shape], [flat], OPT.ReshapeOptions, fb.ReshapeOptionsT())
+        w, sw = b.weights(name, (out, n), 0)
+        s_out = b.out_scale(s_src, sw, n) if s_out is None else s_out
+        y = b.activation(name, (1, out), s_out, zp)
+        b.op(OP.FULLY_CONNECTED, [flat, w, b.bias(name, out, 2000)], [y],
+             OPT.FullyConnectedOptions, fb.FullyConnectedOptionsT())
+        return y, s_out
+
+    c1, s1 = conv(xp, s_in, 2, 3, (6, 6), "side", 3, 2)
+    leaky = fb.LeakyReluOptionsT()
+    leaky.alpha = 0.1
+    r1 = b.activation("side/leaky", (1, 6, 6, 3), s1, 2)
+    b.op(OP.LEAKY_RELU, [c1], [r1], OPT.LeakyReluOptions, leaky)
+    p1 = b.activation("side/pool", (1, 3, 3, 3), s1, 2)
+    b.op(OP.AVERAGE_POOL_2D, [r1], [p1], OPT.Pool2DOptions, pool_options(VALID, 2, 2, 2))
+    e1, _ = dense(p1, s1, 27, "e1")
+    t1, s2 = conv(xp, s_in, 2, 4, (12, 12), "trunk", 3, 1)
+    lateral, s4 = conv(t1, s2, 4, 4, (12, 12), "lateral", 1, 1)
+    f, s3 = conv(lateral, s4, 4, 4, (6, 6), "f", 3, 2, SAME)
+    e3, _ = dense(f, s3, 144, "e3")
+    g, s5 = conv(f, s3, 4, 4, (6, 6), "top", 1, 1)
+    size = b.tensor("up/size", (2,), TT.INT32, data=np.array([12, 12], "<i4"))
+    up = b.activation("up", (1, 12, 12, 4), s5, 2)
+    b.op(OP.RESIZE_NEAREST_NEIGHBOR, [g, size], [up], OPT.ResizeNearestNeighborOptions,
+         fb.ResizeNearestNeighborOptionsT())
+    s6 = np.float32(max(s4, s5) * 1.2)
+    merged = b.activation("merge", (1, 12, 12, 4), s6, 1)
+    b.op(OP.ADD, [lateral, up], [merged], OPT.AddOptions, fb.AddOptionsT())
+    e2, _ = dense(merged, s6, 576, "e2")
+    cat = b.activation("concat", (1, 18), s_vec, -4)
+    concat = fb.ConcatenationOptionsT()
+    concat.axis = 1
+    b.op(OP.CONCATENATION, [e1, e2, e3], [cat], OPT.ConcatenationOptions, concat)
+    emb, s_emb = dense(cat, s_vec, 18, "embedding", 5, None, 1)
+    axis = b.tensor("axis", (), TT.INT32, data=np.array([-2], "<i4"))
+    y = b.activation("embedding/3d", (1, 1, 5), s_emb, 1)
+    b.op(OP.EXPAND_DIMS, [emb, axis], [y])
+    return b.finish([x], [y])
+
+
+def test_shared_pad_vector_concat_and_expand_dims_give_tflm_bytes(tmp_path):
+    """A PAD read by two convs folds into both; a branch's first layer (the trunk's conv reads
+    the PAD, not the side branch's vector before it) starts no fusion block; three dense
+    vectors concatenate; EXPAND_DIMS is a no-op. Reference and C under the vanilla and the
+    least-RAM plans == TFLite Micro, the arena painted == predicted."""
+    from msf_pio.codegen.generate import generate
+    from msf_pio.codegen.host import HostBuild
+    from msf_pio.reference import run_model
+    from .test_reference_tflm import runtime
+    path = tmp_path / "embedding.tflite"
+    path.write_bytes(embedding_net())
+    model = load_model(str(path))
+    assert [l.op for l in model.layers].count(ir.CONCAT) == 2
+    assert {model.layers[l].pad for l in (0, 4)} == {(1, 1, 1, 1)}
+    interp = runtime.Interpreter.from_bytes(path.read_bytes())
+    graph = build_graph(model, "exact")
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
+    assert 4 not in {e.first for e in graph.edges if e.fused}     # it reads the input, not 4
+    for plan in plans:
+        build = HostBuild(generate(model, plan))
+        try:
+            for seed in range(2):
+                x = random_input(model, seed)
+                interp.set_input(x[None], 0)
+                interp.invoke()
+                ref = interp.get_output(0).reshape(-1)
+                np.testing.assert_array_equal(run_model(model, x).reshape(-1), ref)
+                run = build.run(x, "measure")
+                np.testing.assert_array_equal(run.output, ref)
+                assert run.figures["arena_measured"] == plan.peak_ram
+        finally:
+            build.close()

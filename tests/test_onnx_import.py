@@ -517,7 +517,8 @@ def test_qdq_pad_folds_and_runs_close_to_onnxruntime(tmp_path):
     ("reflect", "node 'pad' \\(Pad\\): mode reflect: only constant padding"),
     ("maxpool", "node 'pad' \\(Pad\\): pads with 0.0: before a MaxPool only -inf"),
     ("output", "output 'y': must be the output of the last layer"),
-    ("two_readers", "node 'pad' \\(Pad\\): a Pad must be read by exactly one Conv or MaxPool"),
+    ("two_readers", "node 'add' \\(Add\\): reads the output of Pad 'pad': a Pad may only "
+                    "feed a Conv or a pool"),
 ])
 def test_pad_that_does_not_fold_is_refused_in_one_line(tmp_path, case, message):
     pads = {"channels": [0, 1, 0, 0, 0, 0, 0, 0],

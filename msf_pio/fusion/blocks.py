@@ -118,9 +118,11 @@ class Family:
 
     def firsts(self, alone: bool = True) -> list[int]:
         """Block starts, last layer first; `alone`: also the block of `end` alone with a head.
-        A detection head's output is read by no block: none starts there."""
+        A detection head's output is read by no block: none starts there, nor at a layer that
+        reads only older tensors than the one before it (a branch's first layer: a block's
+        input is the tensor before its first layer; an excite's map is read in place)."""
         return [f for f in range(self.end if alone else self.end - 1, self.lowest - 1, -1)
-                if not self.model.is_output(f)]
+                if not self.model.is_output(f) and f in self.model.inputs(f)]
 
 
 class Costs:

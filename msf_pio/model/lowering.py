@@ -358,9 +358,10 @@ class Lowering:
 
     def emit(self, node: Node, layer: Layer, flat: bool = False, flat_ok: bool = False,
              params: FloatWeights | None = None,
-             sources: tuple[Const, Const | None] | None = None) -> None:
+             sources: tuple[Const, Const | None] | None = None, last: bool = True) -> None:
         """Append `layer`, made by `node`: its output is the node's, flattened (1, N) in the
-        file with `flat` (or, with `flat_ok`, as the file declares)."""
+        file with `flat` (or, with `flat_ok`, as the file declares); not `last`: one of
+        several layers the node becomes, whose output the file does not hold."""
         out = self.out(node)
         layer.name = node.name or out.name
         layer.q_out = self.activation_q(node, out)
@@ -372,8 +373,9 @@ class Lowering:
         self.q.append(layer.q_out)
         self.params.append(params)
         self.sources.append(sources)
-        self.bind(node, out.name, View(len(self.layers), flat=flat, layout=self.g.layout),
-                  flat_ok)
+        if last:
+            self.bind(node, out.name, View(len(self.layers), flat=flat, layout=self.g.layout),
+                      flat_ok)
 
     def fold_target(self, node: Node, ops: tuple[str, ...], what: str, i: int = 0) -> Layer:
         """The last layer, if `node` alone reads its output (input i): `node` merges into it,
@@ -750,39 +752,48 @@ class Lowering:
         self.sources[-1] = (self.sources[-1][0], None)
 
     def concat(self, node: Node) -> None:
-        """Two tensors along the channels; TFLite's int8 kernel copies bytes, so in an int8
-        file both inputs must be quantized as the output. A state variable's value then new
-        rows: a stream layer (`stream`)."""
+        """Tensors along the channels (of maps, or of vectors: dense outputs), two at a time;
+        TFLite's int8 kernel copies bytes, so in an int8 file every input must be quantized as
+        the output. A state variable's value then new rows: a stream layer (`stream`)."""
         if node.inputs and node.inputs[0] in self.state_reads:
             return self.stream(node)
-        if len(node.inputs) != 2:
-            raise self.error(f"concatenates {len(node.inputs)} tensors (two are supported)", node)
+        if len(node.inputs) < 2:
+            raise self.error(f"concatenates {len(node.inputs)} tensor (two or more are "
+                             "supported)", node)
+        views = [self.view(node, i, flat_ok=True) for i in range(len(node.inputs))]
+        flat = views[0].flat
         axis = node.attrs.get("axis", 0)
-        channels = 3 if self.g.layout == NHWC else 1
-        if axis not in (channels, channels - 4):
+        channels = 1 if flat else 3 if self.g.layout == NHWC else 1
+        rank = 2 if flat else 4
+        if axis not in (channels, channels - rank):
             raise self.error(f"concatenates along axis {axis}: only the channels (axis "
-                             f"{channels} of {self.g.layout}) are supported", node)
+                             f"{channels} of {'(1, N)' if flat else self.g.layout}) are "
+                             "supported", node)
         if node.attrs.get("act", "none") != "none":
             raise self.error(f"a fused activation on {node.op_name} is not supported", node)
-        first = self.view(node, 0)
-        second = self.view(node, 1)
-        if first.flat or second.flat:
+        shapes = [self.shape(v.t) for v in views]
+        if any(v.flat != flat for v in views) or (flat and shapes[0][:2] != (1, 1)):
             raise self.error("concatenates a flattened tensor", node)
-        (h, w, c1), (h2, w2, c2) = self.shape(first.t), self.shape(second.t)
-        if (h, w) != (h2, w2):
-            raise self.error(f"concatenates shapes {list(self.file_dims(first)[1:])} and "
-                             f"{list(self.file_dims(second)[1:])} (only the channels may "
-                             "differ)", node)
+        h, w, _ = shapes[0]
+        for v, (h2, w2, _) in zip(views[1:], shapes[1:]):
+            if (h, w) != (h2, w2):
+                raise self.error(f"concatenates shapes {list(self.file_dims(views[0])[1:])} and "
+                                 f"{list(self.file_dims(v)[1:])} (only the channels may "
+                                 "differ)", node)
         q_out = self.activation_q(node, self.out(node))
-        for i in (0, 1):
+        for i in range(len(views)):
             q_in = self.activation_q(node, self.tensor(node, i))
             if self.g.kind == INT8 and q_in != q_out:
                 raise self.error(f"input quantization {q_in} differs from the output's {q_out} "
                                  "(TFLite Micro's int8 kernel requires them equal)", node,
                                  self.tensor(node, i))
-        self.reading = first.t
-        self.emit(node, Layer(op=ir.CONCAT, in_shape=(h, w, c1), out_shape=(h, w, c1 + c2),
-                              skip=second.t))
+        c = shapes[0][2]
+        self.reading = views[0].t
+        for k in range(1, len(views)):      # the first k + 1 inputs' channels
+            self.emit(node, Layer(op=ir.CONCAT, in_shape=(h, w, c),
+                                  out_shape=(h, w, c + shapes[k][2]), skip=views[k].t),
+                      flat=flat, last=k == len(views) - 1)
+            c += shapes[k][2]
 
     # -- state of a streaming model -------------------------------------------------------------
     def read_state(self, node: Node) -> None:
@@ -894,15 +905,15 @@ class Lowering:
                                  "last rows (a ring buffer)", read)
 
     def pad(self, node: Node) -> None:
-        """A PAD: remembered, and folded into the padding of the window op that alone reads it
-        (`folded_pad`)."""
+        """A PAD: remembered, and folded into the padding of each window op that reads it
+        (`folded_pad`; any other reader is refused by `view`)."""
         view = self.view(node)
         self.activation_q(node, self.tensor(node, 0))
         self.same_q(node, self.q[view.t])
         out = self.out(node)
-        if view.flat or self.readers.get(out.name, 0) != 1:
-            raise self.error(f"a {node.op_name} must be read by exactly one "
-                             f"{self.name_of('conv')} or {self.name_of('max_pool')}", node)
+        if view.flat or not self.readers.get(out.name, 0):
+            raise self.error(f"a {node.op_name} must be read by a {self.name_of('conv')} or "
+                             f"{self.name_of('max_pool')}", node)
         channels = node.attrs.get("channels", (0, 0))
         value = node.attrs.get("value", 0.0)
         if any(channels) and value != 0.0:
@@ -922,10 +933,18 @@ class Lowering:
         h, w, c = self.shape(view.t)
         shape = "x".join(str(d) for d in dims[1:])
         as_map = self.file_dims(View(view.t, layout=view.layout))
+        ones = (h, w) == (1, 1) and target is not None and \
+            [d for d in target if d != 1] == [d for d in dims if d != 1]
         if target == (1, n):
             flat = True
         elif target == as_map and (not view.flat or (h, w) == (1, 1)):
             flat = False
+        elif ones:                  # a vector given or rid of axes of size 1 (EXPAND_DIMS)
+            self.activation_q(node, self.tensor(node, 0))
+            self.same_q(node, self.q[view.t], view.t)
+            self.views[self.out(node).name] = View(view.t, flat=view.flat, layout=view.layout,
+                                                   alias=True)
+            return
         else:
             raise self.error(f"only a flatten of the {shape} tensor to (1, {n}) (or back) is "
                              f"supported, not to {list(target) if target else 'that shape'}",

@@ -2,10 +2,10 @@
 `opgraph.py`, which `lowering.py` turns into the IR.
 
 Operators read: CONV_2D, DEPTHWISE_CONV_2D, ADD, CONCATENATION, MAX_POOL_2D, AVERAGE_POOL_2D,
-MEAN, FULLY_CONNECTED, SOFTMAX, HARD_SWISH, LEAKY_RELU, PRELU, LOGISTIC, RESHAPE, PAD/PADV2,
-QUANTIZE, DEQUANTIZE, TRANSPOSE, with fused NONE/RELU/RELU6 (what of each the IR can run, the
-lowering says). The file's scales, zero points, int8 weights and int32 biases are kept
-exactly, so the IR computes TFLite Micro's bytes.
+MEAN, FULLY_CONNECTED, SOFTMAX, HARD_SWISH, LEAKY_RELU, PRELU, LOGISTIC, RESHAPE (SQUEEZE,
+EXPAND_DIMS), PAD/PADV2, QUANTIZE, DEQUANTIZE, TRANSPOSE, with fused NONE/RELU/RELU6 (what of
+each the IR can run, the lowering says). The file's scales, zero points, int8 weights and int32
+biases are kept exactly, so the IR computes TFLite Micro's bytes.
 
 Decoding the flatbuffer (the only place a corrupt file can surprise Python) happens in `_decode`
 and turns every failure into an MsfError; the graph is then built from plain Python values.
@@ -71,7 +71,8 @@ _WORDING = {
     "grouped": ("node", "{role} {shape} on {c} channels: only depth multiplier 1 is supported "
                         "(or any over one channel)"),
     "transpose": ("node", "TRANSPOSE {perm}: only NCHW -> NHWC ([0, 2, 3, 1]) of the int8 graph "
-                          "input is supported (the model's input then is H x W x C)"),
+                          "input itself is supported (the model's input then is H x W x C), "
+                          "not a graph kept in NCHW between its operators"),
 }
 
 
@@ -629,6 +630,7 @@ _BUILDERS = {
     "LOGISTIC": _unary("logistic"), "PRELU": _prelu, "TRANSPOSE": _transpose,
     "CONCATENATION": _concat, "RELU": _relu, "RELU6": _relu, "MUL": _mul,
     "STRIDED_SLICE": _strided_slice, "SLICE": _slice, "SPLIT": _split, "SPLIT_V": _split,
-    "SQUEEZE": _reshape, "READ_VARIABLE": _variable, "ASSIGN_VARIABLE": _variable,
+    "SQUEEZE": _reshape, "EXPAND_DIMS": _reshape, "READ_VARIABLE": _variable,
+    "ASSIGN_VARIABLE": _variable,
     "TRANSPOSE_CONV": _transpose_conv, "RESIZE_NEAREST_NEIGHBOR": _resize_nearest,
 }
