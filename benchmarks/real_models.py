@@ -12,6 +12,7 @@ of the vanilla, F <= 1.3 and F = inf plans, and
   float interpreter on the file) over the other half; the generated C checked on two of them.
 
 Run: python benchmarks/real_models.py DIR_OR_FILES... [--data FILE.npy ...] [--max-macs 2e8]
+     [--input-shape H,W,C]
 Prints a markdown table.
 """
 from __future__ import annotations
@@ -29,6 +30,7 @@ from msf_pio.codegen.generate import generate  # noqa: E402
 from msf_pio.codegen.host import HostBuild  # noqa: E402
 from msf_pio.codegen.io import from_file, io_of, to_file  # noqa: E402
 from msf_pio.errors import MsfError  # noqa: E402
+from msf_pio.options import parse_input_shape  # noqa: E402
 from msf_pio.fusion import solvers  # noqa: E402
 from msf_pio.fusion.exact_cost import unfused_macs  # noqa: E402
 from msf_pio.fusion.graph import build_graph  # noqa: E402
@@ -128,10 +130,11 @@ def real_data(paths: list[Path], shape) -> np.ndarray | None:
     return None
 
 
-def evaluate(path: Path, data: list[Path], max_macs: float) -> dict:
+def evaluate(path: Path, data: list[Path], max_macs: float,
+             input_shape: tuple[int, int, int] | None = None) -> dict:
     row = {"file": path.name}
     try:
-        model = load_model(str(path))
+        model = load_model(str(path), input_shape)
     except MsfError as exc:
         row["import"] = str(exc).replace(str(path), path.name)
         return row
@@ -209,6 +212,8 @@ def main() -> int:
     ap.add_argument("--data", nargs="*", type=Path, default=[],
                     help="real inputs (.npy, N x H x W x C floats) for float models")
     ap.add_argument("--max-macs", type=float, default=math.inf)
+    ap.add_argument("--input-shape", type=parse_input_shape,
+                    help="H,W,C of files whose input size is dynamic")
     args = ap.parse_args()
     files = sorted(f for p in args.paths for f in ([p] if p.is_file() else
                                                     [*p.glob("*.tflite"), *p.glob("*.onnx")]))
@@ -216,7 +221,7 @@ def main() -> int:
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for f in files:
-        row = evaluate(f, args.data, args.max_macs)
+        row = evaluate(f, args.data, args.max_macs, args.input_shape)
         print("| " + " | ".join(row.get(c, "") for c in cols) + " |", flush=True)
     return 0
 

@@ -69,3 +69,8 @@ def test_weights_section_options(tmp_path, values, option, words):
                                       "custom_msf_weights_section": "ExtFlashSection"}.get(k, d),
                         emulated, tmp_path, "qemu_f767zi")
     assert (opts.weights_section, opts.weights_size) == ("ExtFlashSection", 16 << 20)
+    disco = board_facts("disco_f746ng", lambda key, default=None: default)   # boards.yaml
+    opts = read_options(lambda k, d: {"custom_msf_model": "tiny",
+                                      "custom_msf_weights_section": ".qspi"}.get(k, d),
+                        disco, tmp_path, "disco_f746ng")
+    assert opts.weights_size == 16 << 20
