@@ -137,11 +137,12 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
             counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
     elif cls == "depthwise" and may_fold(layer):
         # every tap of every window read, padding ones too; a window clipped at the sides is
-        # copied first (a share of the columns: the layer's)
+        # copied first (a share of the columns: the layer's), only its new rows down a column
         clipped = float((col_taps(layer) < layer.kernel_w).mean())
+        rows = min(layer.stride[0], 3)
         counts["depthwise.macs_folded"] = macs
         counts["depthwise.pad_taps"] = max(0, 9 * layer.cin * pixels - macs)
-        counts["depthwise.copies"] = round(9 * layer.cin * pixels * clipped)
+        counts["depthwise.copies"] = round(3 * rows * layer.cin * pixels * clipped)
     elif cls != "add":
         counts[f"{cls}.macs"] = macs
     return counts

@@ -148,25 +148,24 @@ static void dw_pixel_chunk(int32_t width, int32_t kw, const dw_pixel_t *p, int32
 }
 
 void msf_dw3x3_window(const msf_layer_t *l, const msf_view_t *in, const msf_window_t *w,
-                      int8_t *window)
+                      int32_t ky, int fill, int8_t *row)
 {
     const int32_t c = l->in_c;
     const uint32_t zero = 0x01010101u * (uint8_t)-l->in_offset;
-    for (int32_t ky = 0; ky < 3; ky++) {
-        for (int32_t kx = 0; kx < 3; kx++) {
-            msf_dw_word_t *d = (msf_dw_word_t *)(void *)(window + (3 * ky + kx) * c);
-            if (ky < w->y0 || ky >= w->y1 || kx < w->x0 || kx >= w->x1) {
-                for (int32_t i = 0; i < c; i += 4) {
-                    *d++ = zero;
-                }
-                continue;
+    const int outside = ky < w->y0 || ky >= w->y1;
+    for (int32_t kx = 0; kx < 3; kx++, row += c) {
+        msf_dw_word_t *d = (msf_dw_word_t *)(void *)row, *const e = d + c / 4;
+        if (outside || kx < w->x0 || kx >= w->x1) {
+            for (; (outside || fill) && d != e; d++) {
+                *d = zero;
             }
-            const int8_t *t = msf_pixel(in, w->in_row + ky, w->in_col + kx);
-            for (int32_t i = 0; i < c; i += 4) {
-                uint32_t v;
-                memcpy(&v, t + i, 4);
-                *d++ = v;
-            }
+            continue;
+        }
+        const int8_t *t = msf_pixel(in, w->in_row + ky, w->in_col + kx);
+        for (; d != e; d++, t += 4) {               /* whole words: c is a multiple of 4 */
+            uint32_t v;
+            memcpy(&v, t, 4);
+            *d = v;
         }
     }
 }

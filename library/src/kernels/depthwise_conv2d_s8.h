@@ -89,18 +89,21 @@ MSF_INLINE void msf_dw3x3_run(const int full, const msf_layer_t *l, const int8_t
     }
 }
 
-/* A clipped 3x3 window of layer l copied whole into `window`, its outside taps as the input
- * zero point (depthwise_conv2d_s8.c) */
+/* Kernel row ky of a clipped 3x3 window of layer l copied into `row` (3 c bytes), its outside
+ * taps as the input zero point; the outside columns of a row inside the input only with `fill`
+ * (a slot that held a row of the same window columns keeps them) (depthwise_conv2d_s8.c) */
 void msf_dw3x3_window(const msf_layer_t *l, const msf_view_t *in, const msf_window_t *w,
-                      int8_t *window);
+                      int32_t ky, int fill, int8_t *row);
 
 /* The pixels along a row (`across`) or a column of a folded 3x3 layer of c channels: output
  * pixels (row + i dr, col + i dc), i < n, into o + i ostep (full as msf_channel_output; c and
  * full compile-time constants in a specialised kernel, inlined whole into it). Along the line
  * a window's taps lie inside the input for a range of positions found from the stride and
  * padding: those run in one call; a window whose rows leave the input reads zero-point rows for
- * them, one whose columns leave it (or lie across a ring's wrap) is copied. `window`: 9 c bytes
- * (msf_layer_t.scratch) for the copy or the zero-point rows. */
+ * them, one whose columns leave it (or lie across a ring's wrap) is copied row by row into the
+ * three slots of `window` (9 c bytes, msf_layer_t.scratch), input row iy in slot iy mod 3, so
+ * that down a column the next window copies only its new rows (one of three at stride 1). The
+ * zero-point rows take slot 0. */
 MSF_INLINE void msf_dw3x3_line(const int full, const int32_t c, const msf_layer_t *l,
                                const msf_view_t *in, int32_t row, int32_t col, int across,
                                int32_t n, int8_t *o, int32_t ostep, int8_t *window)
@@ -113,6 +116,7 @@ MSF_INLINE void msf_dw3x3_line(const int full, const int32_t c, const msf_layer_
     const int32_t hi = q1 - first < n ? q1 - first : n;
     int8_t *const zero = window;                                /* a row of zero points */
     int have_zero = 0;
+    int32_t held[3] = {0, 0, 0}, held_col = INT32_MIN;    /* slot j: input row held[j] */
     for (int32_t i = 0; i < n;) {
         const int32_t r = across ? row : row + i, k = across ? col + i : col;
         const msf_window_t w = msf_window(l, r, k);
@@ -123,31 +127,47 @@ MSF_INLINE void msf_dw3x3_line(const int full, const int32_t c, const msf_layer_
             t[ky] = iy >= 0 && iy < l->in_h ? msf_pixel(in, iy, w.in_col) : 0;
             inside = !t[ky] || msf_pixel(in, iy, w.in_col + 2) == t[ky] + 2 * c;
         }
-        if (!inside) {
-            msf_dw3x3_window(l, in, &w, window);
-            msf_dw3x3_run(full, l, zero, zero + 3 * c, zero + 6 * c, 0, 1, o + i * ostep, 0, c);
-            have_zero = 0;
-            MSF_COUNT((w.y1 - w.y0) * (w.x1 - w.x0) * c);
-            i++;
-            continue;
-        }
-        /* a run of pixels inside (along a ring's row: if it does not wrap), or one whose rows
-         * leave the input (its zero-point rows do not move along a line) */
-        const int whole = i >= lo && i < hi && t[0] && t[1] && t[2] &&
-                          (!across || in->col_slots >= l->in_w);
-        const int32_t m = whole ? hi - i : 1;
-        if (!t[0] || !t[1] || !t[2]) {
-            if (!have_zero) {
-                memset(zero, -l->in_offset, (size_t)(3 * c));
-                have_zero = 1;
+        int32_t m = 1;
+        if (!inside) {                /* copied: the rows the slots do not hold of this column */
+            if (held_col != w.in_col) {
+                held[0] = held[1] = held[2] = INT32_MIN;
+                held_col = w.in_col;
             }
-            t[0] = t[0] ? t[0] : zero;
-            t[1] = t[1] ? t[1] : zero;
-            t[2] = t[2] ? t[2] : zero;
+            int32_t slot = w.in_row % 3;
+            slot += slot < 0 ? 3 : 0;
+            for (int32_t ky = 0; ky < 3; ky++, slot = slot == 2 ? 0 : slot + 1) {
+                if (held[slot] != w.in_row + ky) {
+                    msf_dw3x3_window(l, in, &w, ky, held[slot] == INT32_MIN,
+                                     window + slot * 3 * c);
+                    held[slot] = w.in_row + ky;
+                }
+                t[ky] = window + slot * 3 * c;
+            }
+            have_zero = 0;
+        } else {
+            /* a run of pixels inside (along a ring's row: if it does not wrap), or one whose
+             * rows leave the input (its zero-point rows do not move along a line) */
+            const int whole = i >= lo && i < hi && t[0] && t[1] && t[2] &&
+                              (!across || in->col_slots >= l->in_w);
+            m = whole ? hi - i : 1;
+            if (!t[0] || !t[1] || !t[2]) {
+                if (!have_zero) {               /* words: c is a multiple of four */
+                    const uint32_t z = 0x01010101u * (uint8_t)-l->in_offset;
+                    for (msf_dw_word_t *q = (msf_dw_word_t *)(void *)zero, *e = q + 3 * c / 4;
+                         q != e; q++) {
+                        *q = z;
+                    }
+                    have_zero = 1;
+                    held[0] = INT32_MIN;                       /* slot 0 overwritten */
+                }
+                t[0] = t[0] ? t[0] : zero;
+                t[1] = t[1] ? t[1] : zero;
+                t[2] = t[2] ? t[2] : zero;
+            }
         }
         const int32_t step = m > 1 ? s * (across ? c : in->row_stride) : 0;
         msf_dw3x3_run(full, l, t[0], t[1], t[2], step, m, o + i * ostep, ostep, c);
-        MSF_COUNT((w.y1 - w.y0) * 3 * c * m);
+        MSF_COUNT((w.y1 - w.y0) * (w.x1 - w.x0) * c * m);
         i += m;
     }
 }
