@@ -108,7 +108,7 @@ def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int
                  folded=data["folded"], scratch=data["scratch"])
         act = (rq.act_min, rq.act_max)
         if i in keep and layer.op == ir.CONV and kernel_data.conv_fits(layer):
-            shapes.append(specialise.conv_shape(layer, data["requant"], act))
+            shapes.append(specialise.conv_shape(layer, data["requant"], act, cout))
         elif i in keep and data["folded"]:
             shapes.append(specialise.depthwise_shape(layer, act, cout))
         if shapes:
@@ -299,7 +299,7 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
             if tag == "d":
                 more["in_c"] = g
             if l in keep and layer.op == ir.CONV and kernel_data.conv_fits(layer):
-                shapes.append(specialise.conv_shape(layer, data["requant"], act))
+                shapes.append(specialise.conv_shape(layer, data["requant"], act, g))
                 more["column"] = shapes[-1].name
             elif l in keep and data["folded"]:
                 shapes.append(specialise.depthwise_shape(layer, act))

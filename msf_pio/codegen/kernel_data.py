@@ -17,10 +17,11 @@ is (smmulr(2 acc, mult) + round + [acc < 0]) >> right with round = 2^(right-1) +
 zero_point * 2^right (fast_output below; the sign of acc stands for the sign of the high
 product, which only differs when that product is 0, where both round alike). A channel whose
 weights are all zero has the constant output of its bias, which its record then gives with
-mult 0. conv2d and dense layers then double their inputs as they expand them, a folded
-depthwise its weights, and the bias is stored doubled (MSF_RQ_FAST2): the accumulator arrives
-as the 2 acc the high product takes. Other layers keep TFLite's steps (MSF_RQ_NARROW when the
-accumulators allow SMMULR, else MSF_RQ_EXACT).
+mult 0. conv2d and dense layers then double their inputs as they expand them (but a dense
+layer of at most half as many outputs as inputs), a folded depthwise its weights, and the bias
+is stored doubled (MSF_RQ_FAST2): the accumulator arrives as the 2 acc the high product takes.
+Other layers keep TFLite's steps (MSF_RQ_NARROW when the accumulators allow SMMULR, else
+MSF_RQ_EXACT).
 """
 from __future__ import annotations
 
@@ -171,8 +172,11 @@ def layer_data(layer: ir.Layer, rq: numerics.ChannelRequant, fast: bool = True) 
         live["bias"] = live["bias"].astype(np.int64) + rq.input_offset * sums * \
             (live["mult"] != 0)                      # a dead channel keeps its 0
         w = 2 * w.astype(np.int16)
-    if mode == RQ_FAST and (folded or layer.op != ir.DEPTHWISE):
-        # conv2d and dense double their inputs, a folded depthwise its weights
+    few = layer.op == ir.DENSE and 2 * layer.cout <= np.prod(layer.in_shape)
+    if mode == RQ_FAST and (folded or layer.op != ir.DEPTHWISE) and not few:
+        # conv2d and dense double their inputs, a folded depthwise its weights (a dense layer
+        # of at most half as many outputs as inputs doubles its outputs: an instruction each,
+        # against half of one per input)
         live["bias"] = 2 * live["bias"].astype(np.int64)
         mode = RQ_FAST2
     weights = depthwise_weights(w) if layer.op == ir.DEPTHWISE else conv_weights(w, layer.stride[0])

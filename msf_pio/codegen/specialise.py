@@ -32,15 +32,16 @@ class ConvShape:
     pl: int
     mode: int         # enum msf_requant
     full: bool        # the activation clamp is the int8 range
+    even: bool = True  # an even output channel count (the pairs' stores go unchecked)
 
     @property
     def name(self) -> str:
         return (f"msf_conv_{self.kh}x{self.kw}_{self.cin}_s{self.sh}x{self.sw}"
-                f"_p{self.pl}_r{self.mode}{'f' if self.full else ''}")
+                f"_p{self.pl}_r{self.mode}{'f' if self.full else ''}{'' if self.even else '_odd'}")
 
     def definition(self) -> str:
         args = ", ".join(str(v) for v in (self.kh, self.kw, self.cin, self.sh, self.sw, self.pl,
-                                           self.mode, int(self.full)))
+                                           self.mode, int(self.full), int(self.even)))
         return f"MSF_CONV2D_KERNEL({self.name}, {args})\n"
 
 
@@ -64,19 +65,23 @@ def depthwise_shape(layer: ir.Layer, act: tuple[int, int], c: int | None = None)
     return DepthwiseShape(c or layer.cin, act == (-128, 127))
 
 
-def conv_shape(layer: ir.Layer, mode: int, act: tuple[int, int]) -> ConvShape:
-    """The shape of a conv2d layer with its requant mode and activation clamp: the output
-    channel count stays the layer's field (the outermost loop: nothing to unroll), so layers
-    that differ only in it share one kernel."""
+def conv_shape(layer: ir.Layer, mode: int, act: tuple[int, int],
+               cout: int | None = None) -> ConvShape:
+    """The shape of a conv2d layer (or of a channel-split group of cout of its channels) with
+    its requant mode and activation clamp: the output channel count stays the layer's field
+    (the outermost loop: nothing to unroll) but for its parity, so layers that differ only in
+    it share one kernel."""
     (kh, kw), (sh, sw) = layer.kernel, layer.stride
-    return ConvShape(kh, kw, layer.cin, sh, sw, layer.pad_left, mode, act == (-128, 127))
+    return ConvShape(kh, kw, layer.cin, sh, sw, layer.pad_left, mode, act == (-128, 127),
+                     (cout or layer.cout) % 2 == 0)
 
 
 def _key(layer: ir.Layer):
     """What a layer's kernel is specialised to, but the requantization mode and clamp (conv2d:
-    window, input channels, strides, left padding; depthwise: its channels)."""
+    window, input channels, strides, left padding, output parity; depthwise: its channels)."""
     if layer.op == ir.CONV:
-        return ("conv", *layer.kernel, layer.cin, *layer.stride, layer.pad_left)
+        return ("conv", *layer.kernel, layer.cin, *layer.stride, layer.pad_left,
+                layer.cout % 2)
     return ("depthwise", layer.cin) if layer.op == ir.DEPTHWISE else None
 
 

@@ -18,15 +18,15 @@ MSF_KERNEL_SPEED
 static MSF_NOINLINE void channels1(const msf_layer_t *l, const int16_t *x, int32_t d,
                                    int32_t groups, int8_t *o, int32_t ors)
 {
-    msf_conv_channels(1, l->requant, l->act_min == -128 && l->act_max == 127, l, x, d, groups,
-                      l->out_c, o, ors);
+    msf_conv_channels(1, l->requant, l->act_min == -128 && l->act_max == 127, 0, l, x, d,
+                      groups, l->out_c, o, ors);
 }
 
 static MSF_NOINLINE void channels2(const msf_layer_t *l, const int16_t *x, int32_t d,
                                    int32_t groups, int8_t *o, int32_t ors)
 {
-    msf_conv_channels(2, l->requant, l->act_min == -128 && l->act_max == 127, l, x, d, groups,
-                      l->out_c, o, ors);
+    msf_conv_channels(2, l->requant, l->act_min == -128 && l->act_max == 127, 0, l, x, d,
+                      groups, l->out_c, o, ors);
 }
 
 void msf_conv_channels_any(const msf_layer_t *l, int32_t pixels, const int16_t *x, int32_t d,
@@ -40,16 +40,30 @@ void msf_conv_channels_any(const msf_layer_t *l, int32_t pixels, const int16_t *
 }
 
 /* `pairs` pairs of filters `stride` bytes apart from w on, over `groups` groups of the windows
- * at x (and x + d with `pair`), their accumulators started at and left in part[4 j ...] */
+ * at x (and x + d with `pair`), their accumulators started at and left in part[4 j ...]; one
+ * pixel's MSF_WIDE_PAIRS pairs at a time while they last */
 MSF_INLINE void pairs_partial(const int pair, const int16_t *x, int32_t d, const int8_t *w,
                               int32_t stride, int32_t groups, int32_t pairs, int32_t *part)
 {
-    for (int32_t j = 0; j < pairs; j++, w += stride, part += 4) {
+    int32_t j = 0;
+    for (; !pair && j + MSF_WIDE_PAIRS <= pairs; j += MSF_WIDE_PAIRS,
+                                                w += MSF_WIDE_PAIRS * stride,
+                                                part += 4 * MSF_WIDE_PAIRS) {
+        int32_t a[6];                     /* part[2 c]: channel c of the block, pixel 0 */
+        for (int32_t c = 0; c < 2 * MSF_WIDE_PAIRS; c++) {
+            a[c] = part[2 * c];
+        }
+        msf_mac_block(1, MSF_WIDE_PAIRS, x, 0, w, stride, groups, a);
+        for (int32_t c = 0; c < 2 * MSF_WIDE_PAIRS; c++) {
+            part[2 * c] = a[c];
+        }
+    }
+    for (; j < pairs; j++, w += stride, part += 4) {
         if (pair) {
-            msf_mac_block(2, x, d, w, groups, part);
+            msf_mac_block(2, 1, x, d, w, stride, groups, part);
         } else {                          /* part[2 c + p]: channel c of the pair, pixel 0 */
             int32_t a[2] = {part[0], part[2]};
-            msf_mac_block(1, x, 0, w, groups, a);
+            msf_mac_block(1, 1, x, 0, w, stride, groups, a);
             part[0] = a[0];
             part[2] = a[1];
         }
@@ -163,7 +177,7 @@ void msf_conv2d_run(const msf_layer_t *l, const msf_view_t *in, const msf_view_t
     }
     msf_conv2d_chunks(0, l, in, out, col, r0, r1, buf, kh, l->kernel_w, cin, l->out_c, sh,
                       l->stride_w, l->pad_left, l->requant,
-                      l->act_min == -128 && l->act_max == 127);
+                      l->act_min == -128 && l->act_max == 127, 0);
 }
 
 void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,

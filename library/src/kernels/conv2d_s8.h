@@ -77,7 +77,7 @@ MSF_INLINE void msf_conv2d_chunks(const int special, const msf_layer_t *l, const
                                   int16_t *buf, const int32_t kh, const int32_t kw,
                                   const int32_t cin, const int32_t cout, const int32_t sh,
                                   const int32_t sw, const int32_t pl, const int mode,
-                                  const int full)
+                                  const int full, const int even)
 {
     const int32_t pt = l->pad_top, row = msf_conv_row(kw, cin, sh);
     const int32_t groups = (kh * row + 3) / 4, ors = out->row_stride, step = special ? 3 : 2;
@@ -92,8 +92,8 @@ MSF_INLINE void msf_conv2d_chunks(const int special, const msf_layer_t *l, const
                       kw, cin, row, sw, pl, buf);
         int32_t r = p;
         for (; special && r + 3 <= q; r += 3, o += 3 * ors) {
-            msf_conv_channels(3, mode, full, l, buf + (r - p) * sh * row, sh * row, groups,
-                              cout, o, ors);
+            msf_conv_channels(3, mode, full, even, l, buf + (r - p) * sh * row, sh * row,
+                              groups, cout, o, ors);
         }
         for (; r < q; r += 2) {                   /* pairs, and a lone last row */
             const int32_t n = q - r < 2 ? 1 : 2;
@@ -116,15 +116,15 @@ void msf_conv2d_run(const msf_layer_t *l, const msf_view_t *in, const msf_view_t
                     int32_t col, int32_t r0, int32_t r1, int16_t *buf);
 
 /* A conv kernel specialised to a shape (msf_layer_t.column, emitted by the generated code):
- * kh x kw window over cin input channels (the output channels: the layer's), strides sh and
- * sw, left padding pl, requantization mode and full as msf_channel_output; the generator
- * specialises only shapes whose two pixels' window rows fit MSF_CONV_BUFFER. */
-#define MSF_CONV2D_KERNEL(name, kh, kw, cin, sh, sw, pl, mode, full)                           \
+ * kh x kw window over cin input channels (the output channels: the layer's, even or not),
+ * strides sh and sw, left padding pl, requantization mode and full as msf_channel_output; the
+ * generator specialises only shapes whose two pixels' window rows fit MSF_CONV_BUFFER. */
+#define MSF_CONV2D_KERNEL(name, kh, kw, cin, sh, sw, pl, mode, full, even)                     \
     static void name(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,        \
                      int32_t col, int32_t r0, int32_t r1, void *scratch)                        \
     {                                                                                           \
         msf_conv2d_chunks(1, l, in, out, col, r0, r1, (int16_t *)scratch, kh, kw, cin,         \
-                          l->out_c, sh, sw, pl, mode, full);                                    \
+                          l->out_c, sh, sw, pl, mode, full, even);                              \
     }
 
 #endif /* MSF_CONV2D_S8_H */

@@ -18,7 +18,7 @@ void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out)
     int32_t part[2 * MSF_CHANNEL_CHUNK];
     if (taps <= MSF_DENSE_PART) {
         msf_expand(l->requant == MSF_RQ_FAST2, in, n, l->in_offset, x);
-        memset(x + n, 0, 4 * sizeof *x);       /* the last group's padding */
+        x[n] = x[n + 1] = x[n + 2] = x[n + 3] = 0;          /* the last group's padding */
         msf_conv_channels_any(l, 1, x, 0, (taps + 3) / 4, out, 0);
     }
     for (int32_t c0 = 0; taps > MSF_DENSE_PART && c0 < cout; c0 += MSF_CHANNEL_CHUNK) {
