@@ -254,17 +254,25 @@ def detection_net(seed: int = 0, heads: int = 2) -> bytes:
 def test_detection_heads_are_graph_outputs_with_tflm_bytes(tmp_path, heads):
     """Two to six graph outputs: each head's output goes to its own caller buffer (packed one
     after another by msf_model_run, in the file's order), bit-exact with TFLite Micro's."""
-    from msf_pio.codegen.generate import generate
-    from msf_pio.codegen.host import HostBuild
-    from .test_reference_tflm import runtime
     path = tmp_path / f"detect{heads}.tflite"
     path.write_bytes(detection_net(heads=heads))
     model = load_model(str(path))
     assert len(model.output_tensors) == 2 * heads
-    interp = runtime.Interpreter.from_bytes(path.read_bytes())
     graph = build_graph(model, "exact")
     plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
     assert plans[1].peak_ram < plans[0].peak_ram
+    plans_give_tflm_bytes(path, model, plans)
+
+
+def plans_give_tflm_bytes(path, model, plans) -> None:
+    """The reference and the C of each plan give TFLite Micro's bytes on two random inputs
+    (every graph output, in the file's order), and the arena painted is the predicted one."""
+    from msf_pio.codegen.generate import generate
+    from msf_pio.codegen.host import HostBuild
+    from msf_pio.reference import run_model
+    from .test_reference_tflm import runtime
+    interp = runtime.Interpreter.from_bytes(path.read_bytes())
+    outputs = len(model.output_tensors)
     for plan in plans:
         build = HostBuild(generate(model, plan))
         try:
@@ -272,9 +280,7 @@ def test_detection_heads_are_graph_outputs_with_tflm_bytes(tmp_path, heads):
                 x = random_input(model, seed)
                 interp.set_input(x[None], 0)
                 interp.invoke()
-                ref = np.concatenate([interp.get_output(k).reshape(-1)
-                                      for k in range(2 * heads)])
-                from msf_pio.reference import run_model
+                ref = np.concatenate([interp.get_output(k).reshape(-1) for k in range(outputs)])
                 np.testing.assert_array_equal(run_model(model, x).reshape(-1), ref)
                 run = build.run(x, "measure")
                 np.testing.assert_array_equal(run.output, ref)
@@ -403,30 +409,11 @@ def test_shared_pad_vector_concat_and_expand_dims_give_tflm_bytes(tmp_path):
     the PAD, not the side branch's vector before it) starts no fusion block; three dense
     vectors concatenate; EXPAND_DIMS is a no-op. Reference and C under the vanilla and the
     least-RAM plans == TFLite Micro, the arena painted == predicted."""
-    from msf_pio.codegen.generate import generate
-    from msf_pio.codegen.host import HostBuild
-    from msf_pio.reference import run_model
-    from .test_reference_tflm import runtime
     path = tmp_path / "embedding.tflite"
     path.write_bytes(embedding_net())
     model = load_model(str(path))
     assert [l.op for l in model.layers].count(ir.CONCAT) == 2
     assert {model.layers[l].pad for l in (0, 4)} == {(1, 1, 1, 1)}
-    interp = runtime.Interpreter.from_bytes(path.read_bytes())
     graph = build_graph(model, "exact")
-    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
     assert 4 not in {e.first for e in graph.edges if e.fused}     # it reads the input, not 4
-    for plan in plans:
-        build = HostBuild(generate(model, plan))
-        try:
-            for seed in range(2):
-                x = random_input(model, seed)
-                interp.set_input(x[None], 0)
-                interp.invoke()
-                ref = interp.get_output(0).reshape(-1)
-                np.testing.assert_array_equal(run_model(model, x).reshape(-1), ref)
-                run = build.run(x, "measure")
-                np.testing.assert_array_equal(run.output, ref)
-                assert run.figures["arena_measured"] == plan.peak_ram
-        finally:
-            build.close()
+    plans_give_tflm_bytes(path, model, [solvers.vanilla(graph), solvers.p1_min_ram(graph)])
