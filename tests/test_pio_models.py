@@ -122,6 +122,37 @@ def test_channel_split_plan_on_the_emulated_m7(core, tmp_path):
     print(f"{name} p1:1.3 on qemu_f767zi: arena {arena} B, {lines[0]}")
 
 
+def test_weights_in_external_memory_on_the_emulated_m7(core, tmp_path):
+    """custom_msf_weights_section on qemu_f767zi: the weights leave the internal flash for
+    mps2-an500's memory at 0x60000000 (msf-qemu's linker script maps the section there, QEMU's
+    ELF loader fills it), PlatformIO's flash figure leaves them out, and the model runs from
+    there: the output CRC the host reference's, the painted arena the predicted one."""
+    import subprocess
+    name, board = "tiny", "qemu_f767zi"
+    project = make_project(tmp_path / "demo", model=name)
+    ini = project / "platformio.ini"
+    ini.write_text(ini.read_text() + "\n[env]\ncustom_msf_weights_section = .msf_weights\n")
+    code, out = pio(core, project, "run", "-e", board, "-t", "upload")
+    assert code == 0, out[-3000:]
+    build = project / ".pio" / "build" / board
+    weights = json.loads((build / "msf_generated" / "stamp.json").read_text())["summary"][
+        "weight_bytes"]
+    sysv = subprocess.run(["arm-none-eabi-size", "-A", str(build / "firmware.elf")],
+                          capture_output=True, text=True, check=True).stdout
+    sections = {f[0]: (int(f[1]), int(f[2])) for f in map(str.split, sysv.splitlines())
+                if len(f) == 3 and f[1].isdigit()}
+    assert sections[".msf_weights"] == (weights, 0x60000000)
+    berkeley = subprocess.run(["arm-none-eabi-size", "-B", str(build / "firmware.elf")],
+                              capture_output=True, text=True, check=True).stdout
+    text, data = map(int, berkeley.splitlines()[1].split()[:2])
+    assert int(re.search(r"Flash: .*\(used (\d+) bytes", out).group(1)) == text + data - weights
+    lines = result_lines(out)
+    assert len(lines) == 1, out[-2000:]
+    _, arena, arena_pred, crc, crc_ref, status = LINE.search(lines[0]).groups()
+    assert status == "ok" and crc == crc_ref == reference_crc(name)
+    assert arena == arena_pred
+
+
 @pytest.mark.parametrize("name", MLPERF_TINY)
 def test_mlperf_tiny_vanilla_and_least_ram_on_the_emulated_m7(core, tmp_path, name):
     """The MLPerf Tiny models (kws: rectangular windows; ic: shortcut convs) give the reference's bytes on
