@@ -62,8 +62,7 @@ class Bound:
         iv = {end: [(cut[j], cut[j + 1] - 1) for j in range(S)]}
         for l in range(end - 1, -1, -1):
             lay = self.L[l]
-            iv[l] = [(geo.input_range(lay, a, lay.in_shape[1], 1)[0],
-                      geo.input_range(lay, b, lay.in_shape[1], 1)[1]) for a, b in iv[l + 1]]
+            iv[l] = [geo.input_span(lay, a, b, 1) for a, b in iv[l + 1]]
         return iv
 
     def stage(self, i: int, iv: dict, start: int, end: int) -> list[tuple[float, float]]:

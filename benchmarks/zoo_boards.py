@@ -11,8 +11,11 @@ whose weights exceed the real part's 2 MB run there with the real part's RAM and
 (custom_msf_weights_section): qemu_f767zi maps it to mps2-an500's 16 MB at 0x60000000, as a
 user's board maps it to external flash.
 
+--objective and --max-overhead choose the plan as custom_msf_objective and
+custom_msf_max_overhead do (default the demo's: P1, least RAM at any overhead).
+
 Run: python benchmarks/zoo_boards.py [--board qemu_f767zi] [--flash 4194304]
-     [--weights-section .msf_weights] [MODEL ...]
+     [--weights-section .msf_weights] [--objective vanilla] [--max-overhead 1.3] [MODEL ...]
 """
 from __future__ import annotations
 
@@ -39,6 +42,8 @@ def main() -> int:
     ap.add_argument("--flash", type=int, help="the emulated board's flash in bytes")
     ap.add_argument("--weights-section", help="custom_msf_weights_section: the weights in the "
                     "board's external memory")
+    ap.add_argument("--objective", default="min_ram", help="custom_msf_objective")
+    ap.add_argument("--max-overhead", default="inf", help="custom_msf_max_overhead (P1's Fmax)")
     args = ap.parse_args()
     print("| model | plan | arena measured | predicted | cycles | predicted cycles | output CRC | "
           "status |")
@@ -48,7 +53,8 @@ def main() -> int:
     for name in args.models:
         # the outputs in the caller's buffers (the demo streams its single output to a sink)
         project = make_project(demo_dir().parent / "zoo-boards", model=name, output="buffer",
-                               profile="no")
+                               profile="no", objective=args.objective,
+                               max_overhead=args.max_overhead)
         if args.flash:
             widen_flash(project, args.flash)
         if args.weights_section:

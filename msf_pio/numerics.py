@@ -128,14 +128,19 @@ def transposed_scatter(x: np.ndarray, w: np.ndarray, stride: tuple[int, int],
     n, h, wd, _ = x.shape
     cout, kh, kw, _ = w.shape
     (sh, sw), (top, left), (oh, ow) = stride, pad, out_hw
+    out = np.zeros((n, oh, ow, cout), x.dtype)
+    if h == 0 or wd == 0:
+        return out
     full = np.zeros((n, (h - 1) * sh + kh, (wd - 1) * sw + kw, cout), x.dtype)
     for ky in range(kh):
         for kx in range(kw):
             full[:, ky:ky + (h - 1) * sh + 1:sh, kx:kx + (wd - 1) * sw + 1:sw] += \
                 x @ w[:, ky, kx, :].T.astype(x.dtype)
-    out = np.zeros((n, oh, ow, cout), x.dtype)
-    rows, cols = min(oh, full.shape[1] - top), min(ow, full.shape[2] - left)
-    out[:, :rows, :cols] = full[:, top:top + rows, left:left + cols]
+    # full's row j is output row j - top (a negative pad: a region of a larger output)
+    (r, y), (c, z) = (max(top, 0), max(-top, 0)), (max(left, 0), max(-left, 0))
+    rows, cols = min(oh - y, full.shape[1] - r), min(ow - z, full.shape[2] - c)
+    if rows > 0 and cols > 0:
+        out[:, y:y + rows, z:z + cols] = full[:, r:r + rows, c:c + cols]
     return out
 
 

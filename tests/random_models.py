@@ -65,10 +65,12 @@ def small_specs(draw, max_layers: int = 10, residuals: bool = True, head: bool =
             layers.append({"op": "slice", "begin": begin, "out": c})
             n += 1
         elif kind == "up" and residuals and n >= 1 and n + 2 <= max_layers and max(hw) <= 8:
-            # upsampling (a single-layer edge), then a pointwise conv as a decoder has it
+            # upsampling (a single-layer edge, or in a line-buffer block), then a pointwise
+            # conv as a decoder has it
             if draw(st.booleans()):
+                flag = draw(st.sampled_from(["half_pixel", "align_corners", None]))
                 layers.append({"op": "resize_nearest", "scale": draw(st.sampled_from(
-                    [2, [2, 1], [1, 2]])), "half_pixel": draw(st.booleans())})
+                    [2, [2, 1], [1, 2]])), **({flag: True} if flag else {})})
             else:
                 layers.append({"op": "transpose_conv", "out": draw(st.integers(1, 6)),
                                "kernel": draw(st.sampled_from([1, 2, 3, [3, 2]])),

@@ -9,6 +9,7 @@ from msf_pio.fusion.schemes.tiles import TILE_ROWS
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import ir, load_model
 from msf_pio.model.spec import spec_to_model
+from msf_pio.numerics import nearest_index
 from tests.random_models import small_specs
 
 
@@ -16,6 +17,20 @@ def valid_rows(layer, out_row):
     """Input rows a window layer's output row reads (padding rows dropped)."""
     start = out_row * layer.stride_h - layer.pad_top
     return {r for r in range(start, start + layer.kernel_h) if 0 <= r < layer.in_shape[0]}
+
+
+def read_rows(layer, out_row):
+    """Input rows any layer's output row reads (one input), tap by tap: a window's valid rows,
+    the input rows whose transposed-conv taps land on it, a resize's nearest row."""
+    if layer.has_window:
+        return valid_rows(layer, out_row)
+    if layer.op == ir.TRANSPOSE_CONV:
+        k, s, pad = layer.window(0)
+        return {i for i in range(layer.in_shape[0]) if 0 <= out_row + pad - i * s < k}
+    if layer.op == ir.RESIZE_NEAREST:
+        return {int(nearest_index(layer.in_shape[0], layer.out_shape[0], layer.align_corners,
+                                  layer.half_pixel)[out_row])}
+    return {out_row}
 
 
 def valid_cols(layer, out_col):
@@ -102,8 +117,7 @@ def brute_line_buffer(model, first, end):
         layer = layers[l]
         rows = range(last_row[l + 1] + 1)
         macs += sum(pixel_macs(layer, r, c) for r in rows for c in range(layer.out_shape[1]))
-        reads = max(set().union(*(valid_rows(layer, r) for r in rows))) if layer.has_window \
-            else rows[-1]
+        reads = max(set().union(*(read_rows(layer, r) for r in rows)), default=-1)
         for t in model.inputs(l):
             if t > first:
                 last_row[t] = max(last_row.get(t, -1), reads)

@@ -3,9 +3,10 @@ built with the flatbuffers schema directly, ONNX ConvTranspose and Resize (mode 
 the same lowering, and the YAML spec's transpose_conv and resize_nearest. The numpy reference and
 the generated C under the vanilla and the least-RAM plans give TFLite Micro's bytes, the C counts
 the predicted MACs and the arena painted is the predicted one. An upsampling layer is a single-
-layer edge: no fusion block holds one (an output row needs input rows by a rule, r // 2 or
-(r + pad - k + 1) / stride .. (r + pad) / stride, that no cache scheme's geometry has), and its
-edge's RAM is its input and output whole plus what is alive across it."""
+layer edge (its RAM its input and output whole plus what is alive across it) or inside a
+line-buffer block: an output row needs input rows by the op's rule (r // 2, or
+(r + pad - k + 1) / stride .. (r + pad) / stride: geometry.input_span), which the line buffer's
+row sweep, reference and C follow; the H-cache's schemes refuse such blocks."""
 import numpy as np
 import pytest
 
@@ -19,6 +20,7 @@ from msf_pio.reference.macs import model_macs
 
 from .host_checks import check_plan_in_c
 from .int8_models import random_input
+from .test_line_buffer import check_blocks
 from .test_reference_tflm import tflm_run
 from .tflite_builder import OP, OPT, TT, TfliteBuilder, conv_options, fb
 
@@ -88,7 +90,7 @@ def fpn_net(seed: int = 0) -> bytes:
     return b.finish([x], [y])
 
 
-def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_as_single_edges(tmp_path):
+def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_single_and_fused(tmp_path):
     path = tmp_path / "fpn.tflite"
     path.write_bytes(fpn_net())
     model = load_model(str(path))
@@ -102,7 +104,9 @@ def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_as_single_edges(tmp_pa
     assert odd.align_corners and model.layers[4].half_pixel and not odd.half_pixel
     graph = build_graph(model, "exact")
     ups = [l for l, layer in enumerate(model.layers) if layer.op in ir.UPSAMPLE_OPS]
-    assert not [e for e in graph.edges if e.fused and any(e.first <= l <= e.last for l in ups)]
+    fused = [e for e in graph.edges if e.fused and any(e.first <= l <= e.last for l in ups)]
+    assert {e.scheme for e in fused} == {"line-buffer"}       # the H-cache's refuse them
+    assert all(any(e.first < l < e.last for e in fused) for l in ups)  # inside, not only ends
     for l in ups:       # input and output whole, the output over the input rows read (the
         e = graph.single_edge(l)        # rows only move down), and the tensors alive across
         layer, alive = model.layers[l], sum(arena_tensor_bytes(model, t)
@@ -125,10 +129,15 @@ def test_fpn_tflite_file_gives_tflm_bytes_with_upsampling_as_single_edges(tmp_pa
     from msf_pio.reference import run_model
     for x, ref in zip(inputs, expected):
         np.testing.assert_array_equal(run_model(model, x).reshape(-1), ref)
-    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph)]
+    # every line-buffer block through rings of exactly its rows (one row fewer raises), its
+    # MACs counted tap by tap, its output over its input as far as the edge says
+    check_blocks(model, inputs[0])
+    lines = solvers.p1_min_ram(build_graph(model, "exact", schemes=("line-buffer",)), 1.0)
+    assert any(e.fused and e.first <= l <= e.last for e in lines.blocks for l in ups)
+    plans = [solvers.vanilla(graph), solvers.p1_min_ram(graph), lines]
     assert plans[1].peak_ram <= plans[0].peak_ram and plans[0].macs == model_macs(model)
     for plan in plans:         # bytes, MACs counted, arena painted, ASan/UBSan
-        check_plan_in_c(model, plan, inputs[1], expected[1], sanitize=plan is plans[1])
+        check_plan_in_c(model, plan, inputs[1], expected[1], sanitize=plan is lines)
 
 
 # -- ONNX: ConvTranspose and Resize through the same lowering ----------------------------------
@@ -233,13 +242,14 @@ def test_a_streamed_input_cannot_feed_an_upsampling_layer():
         build_graph(model, "exact")
 
 
-def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling():
+def test_unet_zoo_model_gives_tflm_bytes_with_upsampling_fused():
     """unet-tiny-64 (zoo/large): the reference is TFLite Micro's on the exported file, the C of
-    the least-RAM plan gives its bytes with the arena painted == predicted, and that plan's peak
-    is the nearest x2 resize, which no fusion block can spread: its 16 kB output written over
-    its 4 kB input but for one input row (256 B: output rows 2i, 2i + 1 read input row i), and
-    the 8 kB encoder map alive across it for the skip add."""
+    the least-RAM plan gives its bytes with the arena painted == predicted, and that plan fuses
+    its upsampling layers into line-buffer blocks, below the least RAM of the same graph
+    without them (whose peak is the nearest x2 resize alone: its 16 kB output written over its
+    4 kB input but for one input row, 256 B, and the 8 kB encoder map alive across it)."""
     from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.fusion.graph import FusionGraph
     from msf_pio.reference import run_model
     from msf_pio.verify import quantized_model, seeded_input
     model = quantized_model("unet-tiny-64")
@@ -247,12 +257,17 @@ def test_unet_zoo_model_gives_tflm_bytes_and_its_peak_is_an_unfused_upsampling()
     ref = run_model(model, x).reshape(-1)
     np.testing.assert_array_equal(ref, tflm_run(tflite_bytes(model), x).reshape(-1))
     graph = build_graph(model, "exact")
-    vanilla, least = solvers.vanilla(graph), solvers.p1_min_ram(graph)
-    peak = max(least.blocks, key=lambda e: e.ram)
+    ups = [l for l, layer in enumerate(model.layers) if layer.op in ir.UPSAMPLE_OPS]
+    apart = FusionGraph(model, "exact", [e for e in graph.edges if not (
+        e.fused and any(e.first <= l <= e.last for l in ups))], graph.unfused_macs)
+    before = solvers.p1_min_ram(apart)
+    peak = max(before.blocks, key=lambda e: e.ram)
     assert model.layers[peak.first].op == ir.RESIZE_NEAREST and not peak.fused
-    assert least.peak_ram == 16384 + 256 + 8192 < vanilla.peak_ram
-    # the input slides up by 12,544 B: output row 31 ends where input row 15 starts
-    assert peak.detail[DETAIL] == 15 * 256 - 32 * 512
+    assert before.peak_ram == 16384 + 256 + 8192
+    least = solvers.p1_min_ram(graph)
+    assert {e.scheme for e in least.blocks if e.fused and
+            any(e.first <= l <= e.last for l in ups)} == {"line-buffer"}
+    assert least.peak_ram < before.peak_ram
     check_plan_in_c(model, least, x, ref, sanitize=False)
 
 

@@ -24,6 +24,12 @@ void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, const msf_view
     case MSF_SLICE:
         msf_slice_column(l, in, out, col, r0, r1);
         break;
+    case MSF_RESIZE_NEAREST:
+        msf_resize_nearest_column(l, in, out, col, r0, r1);
+        break;
+    case MSF_TRANSPOSE_CONV:
+        msf_transpose_conv_column(l, in, out, col, r0, r1);
+        break;
     case MSF_AVG_POOL_PADDED:
         msf_avg_pool_padded_column(l, in, out, col, r0, r1);
         break;

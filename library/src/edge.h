@@ -40,14 +40,39 @@ static inline int32_t msf_input_channels(const msf_layer_t *l, int k)
     return !k ? l->in_c : l->op == MSF_CONCAT ? l->out_c - l->in_c : l->out_c;
 }
 
-/* Last input position (a row with `rows`, else a column) that output position i reads. */
+/* First and last input positions (rows with `rows`, else columns) that output position i
+ * reads, clipped to the input: msf_pio/fusion/geometry.py's input_span, op by op. A window
+ * reads i s - p .. i s - p + k - 1; a nearest resize the position its map gives; a transposed
+ * conv, whose input j lands on j s - p .. j s - p + k - 1, the inputs ceil((i + p - k + 1) / s)
+ * .. floor((i + p) / s) (first > last: no tap lands on i); a pixel-by-pixel op i. */
+MSF_INLINE int32_t msf_first_input(const msf_layer_t *l, int32_t i, int rows)
+{
+    if (msf_n_inputs(l) == 2) {
+        return i;
+    }
+    if (l->op == MSF_RESIZE_NEAREST) {
+        return l->index[rows ? i : l->out_h + i];
+    }
+    const int32_t s = rows ? l->stride_h : l->stride_w, p = rows ? l->pad_top : l->pad_left;
+    if (l->op == MSF_TRANSPOSE_CONV) {
+        const int32_t reach = i + p - (rows ? l->kernel_h : l->kernel_w) + 1;
+        return reach > 0 ? (reach + s - 1) / s : 0;
+    }
+    const int32_t c = i * s - p;
+    return c > 0 ? c : 0;
+}
+
 MSF_INLINE int32_t msf_last_input(const msf_layer_t *l, int32_t i, int rows)
 {
     if (msf_n_inputs(l) == 2) {
         return i;
     }
-    const int32_t c = rows ? i * l->stride_h - l->pad_top + l->kernel_h - 1
-                           : i * l->stride_w - l->pad_left + l->kernel_w - 1;
+    if (l->op == MSF_RESIZE_NEAREST) {
+        return l->index[rows ? i : l->out_h + i];
+    }
+    const int32_t s = rows ? l->stride_h : l->stride_w, p = rows ? l->pad_top : l->pad_left;
+    const int32_t c = l->op == MSF_TRANSPOSE_CONV ? (i + p) / s
+                                                  : i * s - p + (rows ? l->kernel_h : l->kernel_w) - 1;
     const int32_t len = rows ? l->in_h : l->in_w;
     return c < len - 1 ? c : len - 1;
 }

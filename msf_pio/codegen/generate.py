@@ -204,6 +204,12 @@ def block_shape(model: Model, e) -> tuple[int, int]:
     return end - e.first + 1, e.last - end
 
 
+def _called(model: Model, e) -> bool:
+    """Whether edge e is a single layer whose whole-tensor kernel the schedule calls (CALLED);
+    an upsampling layer inside a fusion block runs in its executor, by its column kernel."""
+    return not e.fused and model.layers[e.first].op in CALLED
+
+
 def _executor(e) -> str:
     """The C executor of edge e (library/src/schemes/): its scheme's; a single layer's, the
     H-cache's."""
@@ -220,7 +226,7 @@ def _edge_struct(model: Model, k: int, e, el) -> tuple[list[str], str, list]:
               "first": e.first,
               **({"tile_rows": e.tile_rows} if e.tile_rows > 1 else {}),
               "in_offset": _offset(el, model, model.input_of(e.first)
-                                   if model.layers[e.first].op in CALLED else e.first)}
+                                   if _called(model, e) else e.first)}
     out_t = e.last + 1
     fields["out_offset"] = _offset(el, model, out_t)
     # per layer, its two inputs if made before the block input (a skip, a branch's input)
@@ -368,7 +374,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
             steps.append(f"    memmove(msf_arena + {mv.dst}, msf_arena + {mv.src}, {mv.bytes});")
         steps.append(f"    MSF_EDGE_BEGIN({k});")
         j = outs.index(e.last + 1) if e.last + 1 in outs else len(outs) - 1
-        if model.layers[e.first].op in CALLED:
+        if _called(model, e):
             steps.append(_whole_op(model, e.first, el, f"outputs[{j}]"))
         else:
             steps.append(f"    msf_run_edge(&msf_edges[{k}], msf_arena, input, outputs[{j}], "

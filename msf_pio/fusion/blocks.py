@@ -159,14 +159,21 @@ class Costs:
         return self._macs[first]
 
 
+def upsamples(model: Model, first: int, end: int) -> bool:
+    """Whether the block first..end holds an upsampling layer (a scheme whose executor does
+    not run them refuses the block)."""
+    return any(model.layers[l].op in ir.UPSAMPLE_OPS for l in range(first, end + 1))
+
+
 def lowest_first(model: Model, end: int) -> int:
-    """Smallest block start for a block whose spatial part ends at `end`: spatial layers only,
+    """Smallest block start for a block whose spatial part ends at `end`: spatial and
+    upsampling layers only,
     no tensor made inside the block may be read after it, and the 1 x 1 x C vector of a
     per-channel product is made before it (read whole, not row by row)."""
     last_reader = model.last_reader()
     vectors = {model.layers[l].skip for l in range(end + 1) if model.broadcasts(l)}
     first = end
-    while first > 0 and model.layers[first - 1].op in ir.SPATIAL_OPS:
+    while first > 0 and model.layers[first - 1].op in ir.BLOCK_OPS:
         if model.is_output(first) or last_reader[first] > end or first in vectors:
             break                               # tensor `first` would become internal
         first -= 1
@@ -191,7 +198,7 @@ def families(model: Model, cap: float = math.inf) -> list[Family]:
     `cap`: the RAM above which no block becomes an edge."""
     out, cuts = [], Cuts(model)
     for end, layer in enumerate(model.layers):
-        if layer.op not in ir.SPATIAL_OPS:
+        if layer.op not in ir.BLOCK_OPS:
             continue
         fam = Family(model, end, lowest_first(model, end), tails(model, end), cap, cuts)
         if fam.lowest < fam.end or len(fam.tails) > 1:

@@ -27,11 +27,25 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
+from ..model import ir
 from ..model.ir import Layer, Model
+from .geometry import input_span
 
 
 def _reads_whole(layer: Layer) -> bool:
     """Whether the layer reads every pixel of its (first) input."""
+    if layer.op in ir.UPSAMPLE_OPS:        # the inputs its output positions read, counted
+        for axis in (0, 1):
+            i = np.arange(layer.out_shape[axis])
+            first, last = input_span(layer, i, i, axis)
+            edges = np.zeros(layer.in_shape[axis] + 1, np.int64)
+            np.add.at(edges, first[first <= last], 1)
+            np.add.at(edges, last[first <= last] + 1, -1)
+            if (np.cumsum(edges)[:-1] == 0).any():
+                return False
+        return True
     if not layer.has_window:
         return True
     for axis in (0, 1):

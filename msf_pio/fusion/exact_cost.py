@@ -29,10 +29,10 @@ from .. import progress
 from ..errors import MsfError
 from ..model import ir
 from ..model.ir import Model
-from ..numerics import nearest_index
 from . import blocks, reuse, schemes, stream_input
 from .edge import Edge
-from .geometry import layer_macs, unfused_macs   # unfused_macs: a cost model's interface
+from .geometry import (input_span, layer_macs,
+                       unfused_macs)   # unfused_macs: a cost model's interface
 
 NAME = "exact"
 
@@ -67,11 +67,8 @@ def _upsampling_shift(model: Model, i: int) -> int | None:
     if layer.op not in ir.UPSAMPLE_OPS or not reuse.possible(model, i, i):
         return None
     (h, _, _), (oh, _, _) = layer.in_shape, layer.out_shape
-    if layer.op == ir.RESIZE_NEAREST:
-        first_read = nearest_index(h, oh, layer.align_corners, layer.half_pixel)
-    else:                       # ceil((r + pad - k + 1) / stride), within the input
-        k, s, pad = layer.window(0)
-        first_read = np.clip(-((k - 1 - pad - np.arange(oh)) // s), 0, h)
+    rows = np.arange(oh)
+    first_read = np.minimum(input_span(layer, rows, rows, 0)[0], h)
     live = np.minimum.accumulate(first_read[::-1])[::-1]     # read by row r or a later one
     return reuse.max_shift(model, i, i, live, np.arange(1, oh + 1))
 

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..model import ir
 from ..model.ir import Layer, Model
+from ..numerics import nearest_index
 
 
 # -- per-layer geometry -------------------------------------------------------------------
@@ -90,13 +91,55 @@ def unfused_macs(model: Model) -> int:
     return sum(layer_macs(l) for l in model.layers)
 
 
-def input_range(layer: Layer, i: int, in_len: int, axis: int) -> tuple[int, int]:
-    """Input positions [lo, hi] along one axis that output position i of `layer` reads."""
-    if layer.op in ir.BINARY_OPS:
-        return i, i
-    kernel, stride, pad = layer.window(axis)
-    start = i * stride - pad
-    return max(start, 0), min(start + kernel - 1, in_len - 1)
+def input_span(layer: Layer, lo, hi, axis: int):
+    """Input positions [first, last] along one axis (0 the rows, 1 the columns) that output
+    positions lo..hi of `layer` read, clipped to the input: the one rule per op that the cost
+    model, the reference and (library/src/edge.h) the C runtime follow. lo, hi: ints or arrays
+    of them. A window reads lo s - p .. hi s - p + k - 1; a pixel-by-pixel op lo..hi; a
+    nearest resize the positions its map gives lo and hi (monotone: numerics.nearest_index);
+    a transposed conv, whose input i lands on i s - p .. i s - p + k - 1, the inputs
+    ceil((lo + p - k + 1) / s) .. floor((hi + p) / s) (first > last: no tap lands there)."""
+    n = layer.in_shape[axis]
+    if layer.op == ir.RESIZE_NEAREST:
+        index = nearest_map(layer, axis)
+        first, last = index[lo], index[hi]
+    elif layer.op == ir.TRANSPOSE_CONV:
+        kernel, stride, pad = layer.window(axis)
+        first = np.maximum(-((kernel - 1 - pad - np.asarray(lo)) // stride), 0)
+        last = np.minimum((np.asarray(hi) + pad) // stride, n - 1)
+    elif not layer.has_window:
+        return lo, hi
+    else:
+        kernel, stride, pad = layer.window(axis)
+        first = np.maximum(np.asarray(lo) * stride - pad, 0)
+        last = np.minimum(np.asarray(hi) * stride - pad + kernel - 1, n - 1)
+    if np.ndim(first) == 0:
+        return int(first), int(last)
+    return first, last
+
+
+def nearest_map(layer: Layer, axis: int) -> np.ndarray:
+    """A nearest resize's input position of every output position along one axis."""
+    return _nearest(layer.in_shape[axis], layer.out_shape[axis], layer.align_corners,
+                    layer.half_pixel)
+
+
+@lru_cache(maxsize=1024)
+def _nearest(in_len: int, out_len: int, align_corners: bool, half_pixel: bool) -> np.ndarray:
+    index = nearest_index(in_len, out_len, align_corners, half_pixel)
+    index.setflags(write=False)
+    return index
+
+
+def rows_macs(layer: Layer, rows: int) -> int:
+    """MACs of output rows 0..rows-1 of a layer over its full width (a line buffer's)."""
+    if layer.has_window:
+        return int(row_taps(layer)[:rows].sum() * col_taps(layer).sum()) * tap_macs(layer)
+    if layer.op == ir.TRANSPOSE_CONV:
+        taps = [transposed_taps(layer.out_shape[a], layer.in_shape[a], *layer.window(a))
+                for a in (0, 1)]
+        return int(taps[0][:rows].sum() * taps[1].sum()) * layer.cin * layer.cout
+    return 0
 
 
 # -- block schedules ----------------------------------------------------------------------
@@ -146,12 +189,13 @@ def block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int = 1
 
 
 def _row_needs(layer: Layer, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """First and one-past-last input row a layer reads for output rows [a, b) of every tile."""
-    if not layer.has_window:
-        return a, b
-    return (np.maximum(a * layer.stride_h - layer.pad_top, 0),
-            np.minimum((b - 1) * layer.stride_h - layer.pad_top + layer.kernel_h,
-                       layer.in_shape[0]))
+    """First and one-past-last input row a layer reads for output rows [a, b) of every tile
+    (none for no rows, nor for rows no tap lands on, a transposed conv's: an empty interval,
+    whose place only blocks holding the layer see; the H-cache refuses those)."""
+    n = layer.out_shape[0]
+    first, last = input_span(layer, np.minimum(a, n - 1), np.clip(b - 1, 0, n - 1), 0)
+    first = np.minimum(first, last + 1)
+    return first, np.where(b > a, last + 1, first)
 
 
 def _block_schedule(model: Model, end: int, lowest_first: int, tile_rows: int,
@@ -219,13 +263,11 @@ def _from(values: dict, lo: int) -> dict:
 
 
 def _read_ranges(layer: Layer, n: int, in_len: int, axis: int) -> tuple[list, list]:
-    """input_range of output positions 0..n-1 of `layer`, as two lists (first, last)."""
+    """input_span of output positions 0..n-1 of `layer`, as two lists (first, last)."""
+    del in_len
     i = np.arange(n)
-    if layer.op in ir.BINARY_OPS:
-        return i.tolist(), i.tolist()
-    kernel, stride, pad = layer.window(axis)
-    start = i * stride - pad
-    return np.maximum(start, 0).tolist(), np.minimum(start + kernel - 1, in_len - 1).tolist()
+    first, last = input_span(layer, i, i, axis)
+    return np.asarray(first).tolist(), np.asarray(last).tolist()
 
 
 def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
@@ -253,7 +295,7 @@ def _sweep(model: Model, end: int, lowest_first: int, axis: int,
     window with stride > kernel leaves the last ones unread, so nobody computes them).
     `oldest`, if given, receives for every tensor lowest_first..end the first position any
     consumer still reads as the last layer writes each of its positions (the extent: none).
-    Every layer's reads are tabulated first (input_range of each output position): the
+    Every layer's reads are tabulated first (input_span of each output position): the
     simulation only looks them up, in lists indexed by layer and tensor."""
     layers, lo = model.layers, lowest_first
     extent = [model.tensor_shape(t)[axis] for t in range(lo, end + 2)]   # tensor t at t - lo

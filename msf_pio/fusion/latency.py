@@ -56,10 +56,12 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
         return counts
     if layers[first].op in ir.WHOLE_OPS:    # one memcpy kernel call: the bytes it copies are
         return add(counts, {"calls": 1})     # not priced (no calibrated copy coefficient)
-    if layers[first].op == ir.RESIZE_NEAREST:   # likewise a copy, one call
+    # a single upsampling layer (in a line-buffer block: its column kernel per pixel, counted
+    # by the scheme as any spatial layer's)
+    if end == first and layers[first].op == ir.RESIZE_NEAREST:   # a copy, one call
         return add(counts, {"calls": 1})
-    if layers[first].op == ir.TRANSPOSE_CONV:   # one call; uncalibrated: its MACs priced as
-        layer = layers[first]                   # the other scalar MAC loop's, a depthwise's
+    if end == first and layers[first].op == ir.TRANSPOSE_CONV:   # one call; uncalibrated: its
+        layer = layers[first]           # MACs priced as the other scalar MAC loop's, a depthwise's
         return add(counts, {"calls": 1, "depthwise.macs": layer_macs(layer),
                             "depthwise.outputs": int(np.prod(layer.out_shape))})
     stream = _streamed(model, first, last)

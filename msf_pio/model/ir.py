@@ -52,9 +52,11 @@ BINARY_OPS = (ADD, CONCAT, MUL)                      # read two tensors, pixel b
 SPATIAL_OPS = WINDOW_OPS + BINARY_OPS + PIXEL_OPS    # fusable inside a block's tiles
 HEAD_OPS = (GLOBAL_AVGPOOL, DENSE)                   # consume a block's output iteratively
 WHOLE_OPS = (STREAM, CROP)      # whole tensors moved by rows: single edges, never in a block
-# Ops whose output row needs input rows by a rule no fusion scheme's row and column geometry
-# has (r // 2, not r * stride - pad): a single-layer edge each, never inside a fusion block.
+# Ops whose output row needs input rows by their own rule (r // 2 for a nearest x2, not
+# r * stride - pad; msf_pio/fusion/geometry.input_span): a single-layer edge running its
+# whole-tensor kernel, or inside the fusion blocks of the schemes that hold them (line buffer).
 UPSAMPLE_OPS = (RESIZE_NEAREST, TRANSPOSE_CONV)
+BLOCK_OPS = SPATIAL_OPS + UPSAMPLE_OPS               # what a fusion block may hold
 ALL_OPS = SPATIAL_OPS + HEAD_OPS + WHOLE_OPS + UPSAMPLE_OPS
 ACTIVATIONS = ("none", "relu", "relu6")
 

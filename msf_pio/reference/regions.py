@@ -13,6 +13,7 @@ from typing import Callable
 import numpy as np
 
 from ..model import ir
+from ..fusion.geometry import input_span, nearest_map
 from ..model.ir import Model
 from .executor import run_layer
 
@@ -27,16 +28,6 @@ def ring_sizes(edge) -> dict[int, tuple[int, int]]:
             if b["kind"] == "ring"}
 
 
-def input_span(layer: ir.Layer, lo: int, hi: int, axis: int) -> tuple[int, int]:
-    """Input positions [a, b] (axis 0 rows, 1 columns) that outputs lo..hi of `layer` read."""
-    if layer.op in ir.BINARY_OPS:
-        return lo, hi
-    kernel, stride, pad = layer.window(axis)
-    start = lo * stride - pad
-    stop = hi * stride - pad + kernel - 1
-    return max(start, 0), min(stop, layer.in_shape[axis] - 1)
-
-
 Reader = Callable[[int, int, int, int, int], np.ndarray]   # (tensor, r0, r1, c0, c1) -> pixels
 
 
@@ -46,6 +37,8 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
     `read` returns (of both inputs for add and concat)."""
     layer = model.layers[l]
     (r0, r1), (c0, c1) = input_span(layer, *rows, 0), input_span(layer, *cols, 1)
+    if layer.op in ir.UPSAMPLE_OPS:
+        return _upsampled(model, l, rows, cols, (r0, r1), (c0, c1), read)
     pad = layer.pad
     if layer.has_window:         # what of the windows lies outside the input stays padding
         (kh, kw), (sh, sw) = layer.kernel, layer.stride
@@ -61,3 +54,27 @@ def run_region(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int
     inputs = {t: read(t, 0, 0, 0, 0) if t == vector else read(t, r0, r1, c0, c1)
               for t in model.inputs(l)}
     return run_layer(sub, l, inputs)
+
+
+def _upsampled(model: Model, l: int, rows: tuple[int, int], cols: tuple[int, int],
+               in_rows: tuple[int, int], in_cols: tuple[int, int], read: Reader) -> np.ndarray:
+    """run_region of an upsampling layer, whose output positions map to input positions by a
+    rule no cut of the layer keeps: a resize copies the pixels its maps give, a transposed
+    conv scatters the input pixels read with the padding moved to the region's first output
+    (negative where the region starts past the taps of its first input row)."""
+    layer = model.layers[l]
+    (r0, r1), (c0, c1) = in_rows, in_cols
+    if r1 < r0 or c1 < c0:           # no tap lands on the region: its pixels are the bias's
+        x = np.zeros((max(r1 - r0 + 1, 0), max(c1 - c0 + 1, 0), layer.cin), np.int8)
+    else:
+        x = read(model.input_of(l), r0, r1, c0, c1)
+    if layer.op == ir.RESIZE_NEAREST:
+        y = nearest_map(layer, 0)[rows[0]:rows[1] + 1] - r0
+        z = nearest_map(layer, 1)[cols[0]:cols[1] + 1] - c0
+        return x[y][:, z]
+    (sh, sw), (top, left) = layer.stride, layer.pad[:2]
+    cut = replace(layer, in_shape=x.shape, pad=(top + rows[0] - r0 * sh,
+                                                  left + cols[0] - c0 * sw, 0, 0),
+                  out_shape=(rows[1] - rows[0] + 1, cols[1] - cols[0] + 1, layer.cout))
+    sub = model.with_layers([cut if i == l else m for i, m in enumerate(model.layers)])
+    return run_layer(sub, l, {model.input_of(l): x})

@@ -197,15 +197,19 @@ void msf_gap_accumulate(const msf_layer_t *l, const int8_t *pixel, int8_t *sums)
 void msf_gap_finish(const msf_layer_t *l, int8_t *sums, int8_t *out);
 void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out);
 
-/* Upsampling of whole HWC tensors, called by the generated schedule itself (an output row reads
- * input rows by a rule no fusion scheme's geometry has, so never inside a block):
- * nearest-neighbour resize (TFLite's RESIZE_NEAREST_NEIGHBOR, maps in `index`) and transposed
- * convolution (TRANSPOSE_CONV, OHWI weights, a conv's per-channel requantization). With a
- * `sink` (a streamed network output; else 0), `out` is one pixel handed to it pixel by pixel. */
+/* Upsampling: nearest-neighbour resize (TFLite's RESIZE_NEAREST_NEIGHBOR, maps in `index`) and
+ * transposed convolution (TRANSPOSE_CONV, OHWI weights, a conv's per-channel requantization).
+ * A single layer's whole HWC tensors, called by the generated schedule itself: with a `sink`
+ * (a streamed network output; else 0), `out` is one pixel handed to it pixel by pixel. Inside
+ * a line-buffer block, an output column of rows [r0, r1) (input rows whole in the view). */
 void msf_resize_nearest_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
                            const msf_sink_t *sink);
 void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
                            const msf_sink_t *sink);
+void msf_resize_nearest_column(const msf_layer_t *l, const msf_view_t *in,
+                               const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_transpose_conv_column(const msf_layer_t *l, const msf_view_t *in,
+                               const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 
 /* Runs one edge of the plan; `sink` receives the pixels of a streamed output (stream edges),
  * `source` gives the rows of a streamed input (edges with in_rows). */

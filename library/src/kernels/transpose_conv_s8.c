@@ -4,9 +4,10 @@
  * + stride_h, ... of input rows (r + pad_top - ky) / stride_h inside the input, and alike for
  * the columns. The int32 sums are TFLM's scatter's, added in another order; then the bias and
  * the per-channel requantization of a conv (msf_pio/numerics.py: TFLite's steps, the channel
- * records of msf/requant.h). Weights OHWI. Called by the generated schedule itself: an
- * upsampling layer is never inside a fusion block. With a sink (a streamed network output),
- * `out` is one pixel handed to it pixel after pixel. */
+ * records of msf/requant.h). Weights OHWI. A single layer's whole tensor is called by the
+ * generated schedule itself; with a sink (a streamed network output), `out` is one pixel
+ * handed to it pixel after pixel. Inside a fusion block (the line buffer), a column at a time
+ * through msf_layer_column. */
 #include "msf/requant.h"
 #include "msf/runtime.h"
 
@@ -19,41 +20,60 @@ static inline int32_t msf_first_tap(int32_t pos, int32_t pad, int32_t stride, in
     return (pos + pad) % stride;
 }
 
+/* Output pixel (row, col) into out[0 .. out_c), its taps from the input rows at `in`, input
+ * pixel (i, j) at in + (i - row0) * row_stride + j * cin (whole rows of the input). */
+static inline void msf_transposed_pixel(const msf_layer_t *l, const int8_t *in, int32_t row0,
+                                        int32_t row_stride, int32_t row, int32_t col,
+                                        int8_t *out)
+{
+    const int32_t cin = l->in_c, kh = l->kernel_h, kw = l->kernel_w, off = l->in_offset;
+    int32_t i0, j0;
+    const int32_t ky0 = msf_first_tap(row, l->pad_top, l->stride_h, &i0);
+    const int32_t kx0 = msf_first_tap(col, l->pad_left, l->stride_w, &j0);
+    for (int32_t oc = 0; oc < l->out_c; oc++) {
+        const int8_t *filter = l->weights + (size_t)oc * kh * kw * cin;
+        int32_t acc = l->channels[oc].bias;
+        for (int32_t ky = ky0, i = i0; ky < kh && i >= 0; ky += l->stride_h, i--) {
+            for (int32_t kx = kx0, j = j0; i < l->in_h && kx < kw && j >= 0;
+                 kx += l->stride_w, j--) {
+                if (j >= l->in_w) {
+                    continue;
+                }
+                const int8_t *x = in + (size_t)(i - row0) * row_stride + (size_t)j * cin;
+                const int8_t *w = filter + (ky * kw + kx) * cin;
+                for (int32_t c = 0; c < cin; c++) {
+                    acc += (x[c] + off) * w[c];
+                }
+                MSF_COUNT(cin);
+            }
+        }
+        out[oc] = msf_output_s8(acc, l->channels[oc].mult, l->channels[oc].shift,
+                                l->out_offset, l->act_min, l->act_max);
+    }
+}
+
 void msf_transpose_conv_s8(const msf_layer_t *l, const int8_t *in, int8_t *out,
                            const msf_sink_t *sink)
 {
-    const int32_t cin = l->in_c, kh = l->kernel_h, kw = l->kernel_w, off = l->in_offset;
     for (int32_t row = 0; row < l->out_h; row++) {
-        int32_t i0;
-        const int32_t ky0 = msf_first_tap(row, l->pad_top, l->stride_h, &i0);
         for (int32_t col = 0; col < l->out_w; col++) {
-            int32_t j0;
-            const int32_t kx0 = msf_first_tap(col, l->pad_left, l->stride_w, &j0);
-            for (int32_t oc = 0; oc < l->out_c; oc++) {
-                const int8_t *filter = l->weights + (size_t)oc * kh * kw * cin;
-                int32_t acc = l->channels[oc].bias;
-                for (int32_t ky = ky0, i = i0; ky < kh && i >= 0; ky += l->stride_h, i--) {
-                    for (int32_t kx = kx0, j = j0; i < l->in_h && kx < kw && j >= 0;
-                         kx += l->stride_w, j--) {
-                        if (j >= l->in_w) {
-                            continue;
-                        }
-                        const int8_t *x = in + ((size_t)i * l->in_w + j) * cin;
-                        const int8_t *w = filter + (ky * kw + kx) * cin;
-                        for (int32_t c = 0; c < cin; c++) {
-                            acc += (x[c] + off) * w[c];
-                        }
-                        MSF_COUNT(cin);
-                    }
-                }
-                out[oc] = msf_output_s8(acc, l->channels[oc].mult, l->channels[oc].shift,
-                                        l->out_offset, l->act_min, l->act_max);
-            }
+            msf_transposed_pixel(l, in, 0, l->in_w * l->in_c, row, col, out);
             if (sink) {
                 sink->fn(row, col, out, l->out_c, sink->ctx);
             } else {
                 out += l->out_c;
             }
         }
+    }
+}
+
+/* Output column `col`, rows [r0, r1), inside a fusion block (a line buffer: the input's rows
+ * whole, from the view's row0; msf_pio/fusion/schemes/line_buffer.py). */
+void msf_transpose_conv_column(const msf_layer_t *l, const msf_view_t *in,
+                               const msf_view_t *out, int32_t col, int32_t r0, int32_t r1)
+{
+    for (int32_t row = r0; row < r1; row++) {
+        msf_transposed_pixel(l, in->base, in->row0, in->row_stride, row, col,
+                             msf_pixel(out, row, col));
     }
 }

@@ -29,6 +29,9 @@ static int msf_row_mode(const msf_block_t *b, const msf_view_t *view, const msf_
     if (whole && L->op == MSF_DEPTHWISE) {
         return MSF_DEPTHWISE_ROW;
     }
+    if (L->op == MSF_RESIZE_NEAREST || L->op == MSF_TRANSPOSE_CONV) {
+        return MSF_BY_PIXEL;          /* upsampling: its column kernel (rows by its own rule) */
+    }
     const int pixel = L->kernel_h == 1 && L->kernel_w == 1 && L->stride_h == 1 &&
                       L->stride_w == 1 && !L->pad_top && !L->pad_left &&
                       !(L->op == MSF_PRELU && L->slope_per_pixel) &&
@@ -67,16 +70,16 @@ static void msf_block_row(const msf_block_t *b, const msf_view_t *view,
 }
 
 /* The first row of local tensor t a layer of the block still reads (next[m]: layer m's next
- * output row): the rows before it are dead, and a ring need not keep them. */
+ * output row; a layer done reads nothing more): the rows before it are dead, and a ring need
+ * not keep them. */
 static int32_t msf_first_live(const msf_block_t *b, const int32_t *next, int32_t t)
 {
     int32_t live = INT32_MAX;
     for (int32_t m = 0; m < b->n; m++) {
         const msf_layer_t *L = &b->layers[m];
         for (int k = 0; k < msf_n_inputs(L); k++) {
-            if (msf_input_tensor(L, k) - b->first == t) {
-                const int32_t r = msf_n_inputs(L) == 2 ? next[m]
-                                                       : next[m] * L->stride_h - L->pad_top;
+            if (msf_input_tensor(L, k) - b->first == t && next[m] < L->out_h) {
+                const int32_t r = msf_first_input(L, next[m], 1);
                 live = r < live ? r : live;
             }
         }

@@ -9,7 +9,8 @@ inside a block lives in a column ring: as many rows as the largest tile needs, a
 as all its consumers read (a residual skip tensor inside a block needs more columns than its
 1x1 consumer alone); the block input, and any tensor made before the block that a layer of it
 reads (a skip, a branch's stage input), is read in place from the arena. A depthwise output may
-live in its input's ring (reuse.py). The schedule is geometry.block_schedule, the rings
+live in its input's ring (reuse.py). A block holding an upsampling layer is refused (its
+executor's column rings and row back-propagation know only windows): no edge. The schedule is geometry.block_schedule, the rings
 blocks.column_costs; the C executor is library/src/schemes/h_cache.c, the numpy reference
 msf_pio/reference/schemes/h_cache.py.
 """
@@ -19,7 +20,7 @@ from typing import Callable
 
 from ...model.ir import Model
 from .. import stream_input
-from ..blocks import Family, block_edges
+from ..blocks import Family, block_edges, upsamples
 from ..edge import Edge
 from ..geometry import block_schedule, column_sweep
 from ..kernel_counts import block_counts, spatial_counts
@@ -36,6 +37,8 @@ def tile_edges(model: Model, fams: list[Family], name: str,
     for fam in fams:
         for t in heights(fam):
             for first in fam.firsts(alone=t == 1):
+                if upsamples(model, first, fam.end):   # so do the longer blocks
+                    break
                 costs = fam.column_costs(t, first)
                 if costs.floor(first) > fam.cap:      # so are the longer blocks' rings
                     break

@@ -5,7 +5,9 @@ demand: to compute a row, a layer first has its inputs produce the rows it lacks
 descent as the H-cache's columns, turned by 90 degrees). Every internal tensor lives in a ring of
 whole rows holding from the oldest row any consumer still needs to the newest row produced: k
 rows in front of a k x k window, one in front of a 1x1 layer, and for a residual skip tensor also
-the rows by which the add's main path lags. The block input is read in place, whole.
+the rows by which the add's main path lags. The block input is read in place, whole. An
+upsampling layer reads its input rows by its own rule (geometry.input_span: a nearest x2's row
+r reads row r // 2): two output rows per input row, so the ring in front of it holds one row.
 
 The C runtime (library/src/schemes/line_buffer.c) and the numpy reference (msf_pio/reference/
 schemes/line_buffer.py) follow this order; the ring rows computed here size their rings.
@@ -22,7 +24,7 @@ from ...model.ir import Model
 from .. import stream_input
 from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
-from ..geometry import col_taps, demand_sweep, row_taps, tap_macs
+from ..geometry import demand_sweep, rows_macs
 from ..kernel_counts import block_counts, spatial_counts
 
 NAME = "line-buffer"
@@ -58,9 +60,7 @@ def row_sweep(model: Model, end: int, lowest_first: int) -> RowSweep:
     oldest: dict[int, list[int]] = {}
     span, produced = demand_sweep(model, end, lowest_first, axis=0, oldest=oldest)
     rows = {l: produced[l + 1] + 1 for l in range(lowest_first, end + 1)}
-    macs = {l: int(row_taps(layers[l])[:rows[l]].sum() * col_taps(layers[l]).sum())
-            * tap_macs(layers[l]) if layers[l].has_window else 0
-            for l in range(lowest_first, end + 1)}
+    macs = {l: rows_macs(layers[l], rows[l]) for l in range(lowest_first, end + 1)}
     return RowSweep(end, lowest_first, span, rows, macs, oldest)
 
 
@@ -98,6 +98,8 @@ def _row_call(layer) -> bool:
     whose values do not depend on the pixel's place (not a per-element PReLU)."""
     if layer.op == ir.DEPTHWISE:
         return True
+    if layer.op in ir.UPSAMPLE_OPS:         # its column kernel, pixel by pixel
+        return False
     one_pixel = all(layer.window(axis) == (1, 1, 0) for axis in (0, 1)) \
         if layer.has_window else True
     return one_pixel and not layer.slope_per_pixel
