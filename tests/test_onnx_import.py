@@ -787,3 +787,96 @@ def test_hard_swish_pieces_read_elsewhere_are_not_fused(tmp_path):
     with pytest.raises(MsfError, match="node 'hs_add' \\(Add\\)") as info:
         load_onnx(_save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8)))
     assert "\n" not in str(info.value)
+
+
+def gated_net(tmp_path, gate_after=None):
+    """PP-OCR's forms: a conv bias as Reshape([C] -> [1, C, 1, 1]) + Add, a learnable affine
+    (Mul by a constant per channel, then by one value, Add of one value) before the Relu, and a
+    squeeze-and-excite gate HardSigmoid(alpha 0.2, beta 0.5) of a 1x1 conv (saturating at both
+    ends) times the map. `gate_after`: the HardSigmoid reads that tensor instead."""
+    rng = np.random.default_rng(21)          # its own draws: the same net in any test order
+
+    def init(name, shape, scale):
+        return _init(name, value=rng.normal(0, scale, shape))
+
+    inits = [init("w1", (8, 3, 3, 3), 0.5), init("b1", (8,), 0.2),
+             numpy_helper.from_array(np.array([1, 8, 1, 1], np.int64), "shape"),
+             _init("k", value=rng.uniform(0.5, 1.5, (8, 1, 1))), _init("k1", value=[0.9]),
+             _init("k0", value=[0.05]), init("ws", (4, 8, 1, 1), 0.3), init("bs", (4,), 0.1),
+             init("we", (8, 4, 1, 1), 4.0), init("be", (8,), 1.0), init("wo", (5, 8, 1, 1), 0.3)]
+    nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv"),
+             helper.make_node("Reshape", ["b1", "shape"], ["b1r"], name="bias_shape"),
+             helper.make_node("Add", ["c", "b1r"], ["cb"], name="bias"),
+             helper.make_node("Mul", ["k", "cb"], ["m1"], name="affine_scale"),
+             helper.make_node("Mul", ["m1", "k1"], ["m2"], name="affine_scale1"),
+             helper.make_node("Add", ["k0", "m2"], ["m3"], name="affine_shift"),
+             helper.make_node("Relu", ["m3"], ["r"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+             helper.make_node("Conv", ["g", "ws", "bs"], ["s"], name="squeeze"),
+             helper.make_node("Relu", ["s"], ["sr"], name="squeeze_relu"),
+             helper.make_node("Conv", ["sr", "we", "be"], ["e"], name="excite"),
+             helper.make_node("HardSigmoid", [gate_after or "e"], ["h"], alpha=0.2, beta=0.5,
+                              name="gate"),
+             helper.make_node("Mul", ["r", "h"], ["se"], name="scale"),
+             helper.make_node("Conv", ["se", "wo"], ["y"], name="out")]
+    return _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 9), name="gated.onnx")
+
+
+def test_constant_affine_and_hard_sigmoid_fold_and_match_onnxruntime_and_tflm(tmp_path):
+    """The constant operands fold into the conv before them (exact before quantization: float
+    == onnxruntime), the HardSigmoid into the excite conv as a relu_0_to_1 clamp; the int8
+    model's reference and C of two plans == TFLite Micro on its export."""
+    from msf_pio.export.tflite import tflite_bytes
+    from msf_pio.fusion import solvers
+    from msf_pio.fusion.graph import build_graph
+    from tests.test_new_ops import plans_give_tflm_bytes
+    path = gated_net(tmp_path)
+    model, params = read_onnx(path)
+    assert [(l.op, l.act) for l in model.layers] == [
+        ("conv2d", "relu"), ("global_avgpool", "none"), ("conv2d", "relu"),
+        ("conv2d", "relu_0_to_1"), ("mul", "none"), ("conv2d", "none")]
+    gates = []
+
+    def keep_gate(t, a):
+        if t == 4:
+            gates.append(a)
+        return a
+
+    for seed in range(4):
+        x = _input((10, 9, 3), seed)
+        out = forward(model, params, x, hook=keep_gate)
+        np.testing.assert_allclose(out, _ort(path, x), atol=1e-5)
+    gates = np.concatenate([g.reshape(-1) for g in gates])
+    assert gates.min() == 0.0 and gates.max() == 1.0 and ((gates > 0) & (gates < 1)).any()
+    quantized = materialize(model)
+    assert quantized.layers[3].q_out.zero_point == -128
+    exported = tmp_path / "gated.tflite"
+    exported.write_bytes(tflite_bytes(quantized))
+    graph = build_graph(quantized, "exact")
+    plans_give_tflm_bytes(exported, quantized, [solvers.vanilla(graph),
+                                                solvers.p1_min_ram(graph)])
+    # TFLite's RELU_N1_TO_1 clamps as relu_0_to_1 only where real 0 is the output's least value
+    from dataclasses import replace
+    layers = list(quantized.layers)
+    layers[3] = replace(layers[3], q_out=replace(layers[3].q_out, zero_point=-100))
+    with pytest.raises(ValueError, match="layer 3 \\(excite\\): TFLite cannot express "
+                                         "relu_0_to_1 on an output with zero point -100"):
+        tflite_bytes(replace(quantized, layers=layers))
+
+
+@pytest.mark.parametrize("case, message", [
+    ("after_relu", "node 'gate' \\(HardSigmoid\\): must directly follow a conv or dense layer "
+                   "whose output it alone reads"),
+    ("per_row", "node 'affine_scale' \\(Mul\\): constant \\[10, 1\\] is neither one value nor "
+                "one per channel"),
+])
+def test_constant_operands_that_do_not_fold_are_refused_in_one_line(tmp_path, case, message):
+    path = gated_net(tmp_path, gate_after="sr" if case == "after_relu" else None)
+    if case == "per_row":
+        m = onnx.load(path)
+        k = next(i for i in m.graph.initializer if i.name == "k")
+        k.CopyFrom(numpy_helper.from_array(np.ones((10, 1), np.float32), "k"))
+        onnx.save(m, path)
+    with pytest.raises(MsfError, match=message) as info:
+        load_onnx(path)
+    assert "\n" not in str(info.value)

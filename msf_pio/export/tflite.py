@@ -30,7 +30,8 @@ from ..model import ir
 from ..model.ir import Layer, Model, QParams, same_padding, transposed_padding
 
 _ACTIVATION = {"none": fb.ActivationFunctionType.NONE, "relu": fb.ActivationFunctionType.RELU,
-               "relu6": fb.ActivationFunctionType.RELU6}
+               "relu6": fb.ActivationFunctionType.RELU6,
+               "relu_0_to_1": fb.ActivationFunctionType.RELU_N1_TO_1}   # see _activation
 _BUFFER_ALIGN = 16      # constant data aligned for MCU loaders (int32 bias, SIMD weight loads)
 
 
@@ -47,6 +48,17 @@ def tflite_bytes(model: Model) -> bytes:
     for index in range(model.n_layers):
         graph.layer(index)
     return graph.finish()
+
+
+def _activation(index: int, layer: Layer) -> int:
+    """The fused activation TFLite clamps the layer's int8 output with as the IR does. TFLite
+    has no fused clip to [0, 1]: its RELU_N1_TO_1 clamps at the output's -1 and 1, the same
+    int8 bounds when the output's zero point is -128 (real 0 is the least value, as a
+    calibrated [0, 1] output has it)."""
+    if layer.act == "relu_0_to_1" and layer.q_out is not None and layer.q_out.zero_point != -128:
+        raise ValueError(f"layer {index} ({layer.name}): TFLite cannot express relu_0_to_1 on an "
+                         f"output with zero point {layer.q_out.zero_point} (needs -128)")
+    return _ACTIVATION[layer.act]
 
 
 class _AlignedBuffer(fb.BufferT):
@@ -175,7 +187,7 @@ class _Graph:
 
     def layer(self, index: int) -> None:
         layer = self.model.layers[index]
-        act = _ACTIVATION[layer.act]
+        act = _activation(index, layer)
         src = self.model.input_of(index)          # the tensor it reads (a branch: not index)
         if layer.op in (ir.CONV, ir.DEPTHWISE):
             x, padding = self.padded_input(index, layer)
@@ -349,7 +361,7 @@ class _Graph:
                             data=np.array([1, oh, ow, oc], "<i4"))
         options = fb.TransposeConvOptionsT()
         options.padding, (options.strideH, options.strideW) = paddings[0], (sh, sw)
-        options.fusedActivationFunction = _ACTIVATION[layer.act]
+        options.fusedActivationFunction = _activation(index, layer)
         self.op(fb.BuiltinOperator.TRANSPOSE_CONV,
                 [shape, filt, self.activation(self.model.input_of(index), 4), bias],
                 [self.output(index, layer)], fb.BuiltinOptions.TransposeConvOptions, options)

@@ -138,4 +138,6 @@ def _activate(x: np.ndarray, act: str) -> np.ndarray:
         return np.maximum(x, 0)
     if act == "relu6":
         return np.clip(x, 0, 6)
+    if act == "relu_0_to_1":
+        return np.clip(x, 0, 1)
     return x

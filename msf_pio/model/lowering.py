@@ -252,6 +252,7 @@ class Lowering:
             "mul": self.mul, "slice": self.slice, "read_state": self.read_state,
             "assign_state": self.assign_state,
             "transpose_conv": self.transpose_conv, "resize_nearest": self.resize_nearest,
+            "hard_sigmoid": self.hard_sigmoid,
         }
         for node in self.g.nodes:
             self.current = node
@@ -751,6 +752,54 @@ class Lowering:
         self.params[-1] = FloatWeights(p.w, p.b + const.reshape(-1))
         self.sources[-1] = (self.sources[-1][0], None)
 
+    def affine(self, node: Node, main: int, what: str, scale: np.ndarray,
+               shift: np.ndarray | float = 0.0) -> Layer:
+        """y * scale + shift of the conv or dense layer y before (one value, or one per output
+        channel), folded into its float weights and bias before quantization: exact in real
+        arithmetic, and the layer's int8 output is calibrated on the folded values."""
+        layer = self.fold_target(node, WEIGHTED_OPS, "a conv or dense layer", main)
+        p = self.params[-1]
+        if p is None or layer.act != "none":
+            raise self.error(f"{what} must follow the conv or dense layer before its "
+                             "activation", node)
+        scale = np.broadcast_to(np.asarray(scale, np.float64).reshape(-1), (layer.cout,))
+        axis = 3 if layer.op == ir.DEPTHWISE else 0
+        shape = [1] * p.w.ndim
+        shape[axis] = layer.cout
+        self.params[-1] = FloatWeights(p.w * scale.reshape(shape), p.b * scale + shift)
+        self.sources[-1] = (self.sources[-1][0], None)
+        return layer
+
+    def const_operand(self, node: Node, main: int) -> np.ndarray:
+        """The constant operand of a binary node as one value per channel of the layer before
+        (or one value), refused in one line otherwise."""
+        const = self.const(node, 1 - main).real()
+        cout = self.layers[-1].cout if self.layers else 0
+        axis = -1 if (self.layers and self.layers[-1].op == ir.DENSE) or \
+            self.g.layout == NHWC else -3
+        if const.size == 1 or (const.ndim >= -axis and const.shape[axis] == const.size == cout):
+            return const.reshape(-1)
+        raise self.error(f"constant {list(const.shape)} is neither one value nor one per "
+                         "channel of the layer before", node)
+
+    def const_mul(self, node: Node, main: int) -> None:
+        """A conv or dense output times a constant (one value or one per channel; PP-LCNet's
+        learnable affine): folded into the layer's weights and bias."""
+        self.affine(node, main, node.op_name, self.const_operand(node, main))
+
+    def hard_sigmoid(self, node: Node) -> None:
+        """HardSigmoid(y) = clip(alpha * y + beta, 0, 1) of a conv or dense output y (a
+        squeeze-and-excite gate): alpha and beta folded into the layer, the clip its fused
+        activation relu_0_to_1 (the int8 clamp at the output's 0 and 1, as TFLite's)."""
+        if self.g.kind != FLOAT:
+            raise self.error("HardSigmoid is supported in float graphs (folded before "
+                             "quantization)", node)
+        alpha, beta = node.attrs["alpha"], node.attrs["beta"]
+        if not (np.isfinite(alpha) and np.isfinite(beta)):
+            raise self.error(f"alpha {alpha} and beta {beta} must be finite", node)
+        layer = self.affine(node, 0, node.op_name, np.float64(alpha), beta)
+        layer.act = "relu_0_to_1"
+
     def concat(self, node: Node) -> None:
         """Tensors along the channels (of maps, or of vectors: dense outputs), two at a time;
         TFLite's int8 kernel copies bytes, so in an int8 file every input must be quantized as
@@ -1116,6 +1165,10 @@ class Lowering:
         (a squeeze-and-excite gate): the map is the layer's input, the other its `skip`."""
         if len(node.inputs) != 2:
             raise self.error(f"needs two inputs, has {len(node.inputs)}", node)
+        known = [i for i in (0, 1) if node.inputs[i] in self.views]
+        if len(known) == 1 and self.g.kind == FLOAT and \
+                self.g.tensors[node.inputs[1 - known[0]]].const is not None:
+            return self.const_mul(node, known[0])
         a, b = self.view(node, 0, flat_ok=True), self.view(node, 1, flat_ok=True)
         if a.t == b.t:
             raise self.error("multiplies a tensor by itself", node)

@@ -3,7 +3,7 @@
 
 Nodes read: Conv, BatchNormalization, Relu, Clip, Add, MaxPool, AveragePool, GlobalAveragePool,
 Flatten, Reshape, Transpose, Gemm, MatMul, Softmax, HardSwish, LeakyRelu, PRelu, Sigmoid, Pad,
-Concat (what of each the IR can run, the lowering says). QuantizeLinear/DequantizeLinear pairs
+Concat, HardSigmoid (what of each the IR can run, the lowering says). QuantizeLinear/DequantizeLinear pairs
 become the tensors' int8 quantization (`onnx_qdq.py`); in a float file, hard-swish spelled out
 as exporters write it (x * Clip(x + 3, 0, 6) / 6 with Add/Clip/Mul/Div, in any order of the Mul
 and Div, or x * HardSigmoid(x)) is one HardSwish. Weights go to the IR's layouts here (OIHW ->
@@ -207,14 +207,29 @@ class _Reader:
                 self.consts[node.output[0]] = (self._decode(value, f"node '{node.name}'")
                                                if is_tensor else np.asarray(value))
         self.current = None
-        self.view = strip_qdq([n for n in self.proto.node if n.op_type != "Constant"],
-                              self.consts, path)
+        nodes = [n for n in self.proto.node if n.op_type != "Constant" and
+                 not self._fold_reshape(n)]
+        self.view = strip_qdq(nodes, self.consts, path)
         if not self.view.quantized:          # QDQ: each op has its own quantized output
             self.view.nodes = _fuse_hard_swish(self.view.nodes, self.consts, self.proto.output)
         self.opset = next((o.version for o in proto.opset_import if o.domain in ("", "ai.onnx")),
                           13)
         self.tensors: dict[str, Tensor] = {}
         self.derived = 0
+
+    def _fold_reshape(self, node: NodeProto) -> bool:
+        """A Reshape of a constant by a constant shape (an exporter's bias, [C] -> [1, C, 1,
+        1]) is a constant: True once its output is one."""
+        if node.op_type != "Reshape" or len(node.input) != 2 or \
+                not all(i in self.consts for i in node.input):
+            return False
+        self.current = node
+        data, shape = self.consts[node.input[0]], self.consts[node.input[1]].astype(np.int64)
+        shape = [data.shape[i] if d == 0 and not self.attr(node, "allowzero", 0) else int(d)
+                 for i, d in enumerate(shape.reshape(-1))]
+        self.consts[node.output[0]] = data.reshape(shape)
+        self.current = None
+        return True
 
     def _decode(self, tensor: onnx.TensorProto, where: str) -> np.ndarray:
         try:
@@ -271,7 +286,7 @@ class _Reader:
         for value in self.proto.output:
             t = self.tensors[self.tensor(value.name)]
             dims = tuple(d.dim_value for d in value.type.tensor_type.shape.dim)
-            t.shape = dims if dims and all(dims) else None
+            t.shape = dims if dims and all(d > 0 for d in dims) else None   # -1: dynamic
             t.label = f"output '{value.name}'"
             outputs.append(t.name)
         nodes = [self.node(n) for n in self.view.nodes]
@@ -445,6 +460,12 @@ def _act(r: _Reader, proto: NodeProto, node: Node) -> None:
     node.op, node.attrs, node.inputs = "clip", {"min": lo, "max": hi}, node.inputs[:1]
 
 
+def _hard_sigmoid(r: _Reader, proto: NodeProto, node: Node) -> None:
+    node.op = "hard_sigmoid"
+    node.attrs = {"alpha": float(r.attr(proto, "alpha", 0.2)),
+                  "beta": float(r.attr(proto, "beta", 0.5))}
+
+
 def _pool(r: _Reader, proto: NodeProto, node: Node) -> None:
     if len(proto.output) > 1 and proto.output[1]:
         raise _Refused("the Indices output is not supported")
@@ -598,4 +619,5 @@ _READERS = {"Conv": _conv, "BatchNormalization": _batchnorm, "Relu": _act, "Clip
             "PRelu": _prelu, "Pad": _pad, "Transpose": _transpose, "Concat": _concat,
             "Mul": lambda r, p, n: setattr(n, "op", "mul"), "Split": _split, "Slice": _slice,
             "Squeeze": _squeeze, "Unsqueeze": _squeeze, "ReduceMean": _reduce_mean,
-            "ConvTranspose": _conv_transpose, "Resize": _resize, "Upsample": _resize}
+            "ConvTranspose": _conv_transpose, "Resize": _resize, "Upsample": _resize,
+            "HardSigmoid": _hard_sigmoid}
