@@ -8,11 +8,15 @@ of the vanilla, F <= 1.3 and F = inf plans, and
   carried from one run to the next (TFLite Micro's interpreter keeps its resource variables
   across invoke());
 - a float file: quantized post-training on real inputs (--data: .npy batches NHWC, the first
-  half calibrates), the int8 model's top-1 agreement with the float original (TFLite Micro's
-  float interpreter on the file) over the other half; the generated C checked on two of them.
+  half calibrates; --data-affine A,B feeds A * x + B, a model's own normalisation), the int8
+  model's top-1 agreement with the float original (TFLite Micro's float interpreter on the
+  file) over the other half; the generated C checked on two of them. A float ONNX file (a map
+  out, e.g. a text detector's probability map): the int8 model's output against onnxruntime's
+  float one over the other half (Pearson correlation, largest error), and the C of the
+  least-RAM plan against TFLite Micro on the exported int8 model (bit-exact).
 
 Run: python benchmarks/real_models.py DIR_OR_FILES... [--data FILE.npy ...] [--max-macs 2e8]
-     [--input-shape H,W,C]
+     [--input-shape H,W,C] [--data-affine A,B] [--eval N] [--threshold T]
 Prints a markdown table.
 """
 from __future__ import annotations
@@ -130,8 +134,41 @@ def real_data(paths: list[Path], shape) -> np.ndarray | None:
     return None
 
 
+def onnx_float_check(path: Path, model, x: np.ndarray, build, tflite: bytes,
+                     threshold: float | None = None) -> str:
+    """The int8 model (reference) against onnxruntime's float output on `x`, and the C of
+    the plan against TFLite Micro on the exported model on two of them."""
+    import onnxruntime as ort
+    session = ort.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    name = session.get_inputs()[0].name
+    ours, ref = [], []
+    for xi in x:
+        ref.append(session.run(None, {name: xi.transpose(2, 0, 1)[None]})[0].reshape(-1))
+        ours.append(to_file(model, run_model(model, from_file(model, xi.transpose(2, 0, 1)[None])))
+                    .reshape(-1))
+    ours, ref = np.concatenate(ours), np.concatenate(ref)
+    corr = float(np.corrcoef(ours, ref)[0, 1])
+    err = float(np.abs(ours - ref).max())
+    q = model.layers[-1].q_out
+    mask = ""
+    if threshold is not None:      # a detector's map binarised as its post-processing does
+        a, b = ours > threshold, ref > threshold
+        mask = (f", pixels > {threshold}: IoU {(a & b).sum() / max(1, (a | b).sum()):.3f} "
+                f"({b.sum()} in the float map, {a.sum()} in the int8 one)")
+    same = 0
+    for xi in x[:2]:
+        x8 = from_file(model, xi.transpose(2, 0, 1)[None])
+        same += int(np.array_equal(build.run(x8).output.reshape(-1),
+                                   tflm(tflite, x8[None]).reshape(-1)))
+    return (f"int8 vs onnxruntime float over {len(x)} inputs: correlation {corr:.4f}, max "
+            f"|error| {err:.4f} (output LSB {q.scale:.4g}, float range {ref.min():.3f}.."
+            f"{ref.max():.3f}){mask}; C == TFLM on the export {same}/2")
+
+
 def evaluate(path: Path, data: list[Path], max_macs: float,
-             input_shape: tuple[int, int, int] | None = None) -> dict:
+             input_shape: tuple[int, int, int] | None = None,
+             affine: tuple[float, float] = (1.0, 0.0), n_eval: int = 8,
+             threshold: float | None = None) -> dict:
     row = {"file": path.name}
     try:
         model = load_model(str(path), input_shape)
@@ -144,8 +181,14 @@ def evaluate(path: Path, data: list[Path], max_macs: float,
     accuracy, x, float_file = None, None, not model.quantized
     if float_file:
         x = real_data(data, model.input_shape)
+        if x is not None:
+            x = (affine[0] * x + affine[1]).astype(np.float32)
+    onnx_float = float_file and x is not None and path.suffix == ".onnx"
     if not model.quantized and x is None:       # no real inputs: random ones calibrate
         model = materialize(model)
+    elif onnx_float:
+        half = len(x) // 2
+        model = materialize(model, x[:half])
     elif not model.quantized:
         half = len(x) // 2
         model = materialize(model, x[:half])
@@ -166,7 +209,12 @@ def evaluate(path: Path, data: list[Path], max_macs: float,
         row[label] = f"{plan.peak_ram:,} B (F {plan.overhead:.2f})"
     build = HostBuild(generate(model, plans["p1:inf"]))
     try:
-        if x is None and float_file:       # no real data: the C against the reference
+        if onnx_float:
+            from msf_pio.export.tflite import tflite_bytes
+            check = onnx_float_check(path, model, x[half:half + n_eval], build,
+                                     tflite_bytes(model), threshold)
+            x8 = from_file(model, x[-1].transpose(2, 0, 1)[None])
+        elif x is None and float_file:       # no real data: the C against the reference
             xs = file_inputs(model, 2)
             same = sum(np.array_equal(build.run_io(model, xi), to_file(
                 model, run_model(model, from_file(model, xi)))) for xi in xs)
@@ -214,14 +262,22 @@ def main() -> int:
     ap.add_argument("--max-macs", type=float, default=math.inf)
     ap.add_argument("--input-shape", type=parse_input_shape,
                     help="H,W,C of files whose input size is dynamic")
+    ap.add_argument("--data-affine", default="1,0",
+                    help="A,B: float models read A * x + B of the --data images")
+    ap.add_argument("--eval", type=int, default=8,
+                    help="inputs a float ONNX file's int8 output is compared on")
+    ap.add_argument("--threshold", type=float,
+                    help="a float ONNX map's IoU above this value (a detector's binarisation)")
     args = ap.parse_args()
+    affine = tuple(float(v) for v in args.data_affine.split(","))
     files = sorted(f for p in args.paths for f in ([p] if p.is_file() else
                                                     [*p.glob("*.tflite"), *p.glob("*.onnx")]))
     cols = ("file", "import", "vanilla", "p1:1.3", "p1:inf", "check")
     print("| " + " | ".join(cols) + " |")
     print("|" + "---|" * len(cols))
     for f in files:
-        row = evaluate(f, args.data, args.max_macs, args.input_shape)
+        row = evaluate(f, args.data, args.max_macs, args.input_shape, affine, args.eval,
+                       args.threshold)
         print("| " + " | ".join(row.get(c, "") for c in cols) + " |", flush=True)
     return 0
 
