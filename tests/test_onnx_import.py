@@ -780,11 +780,13 @@ def test_spelled_out_hard_swish_is_one_layer(tmp_path, how):
 
 
 def test_hard_swish_pieces_read_elsewhere_are_not_fused(tmp_path):
+    """x + 3 and its clip become a layer of their own (a conv with other readers cannot take
+    the constant), the unfused Div is then refused."""
     nodes, inits = _spelled_hard_swish("div_mul")
     nodes = ([helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv")]
              + nodes + [helper.make_node("Add", ["h", "r"], ["y"], name="uses_relu6")])
     inits.append(_init("w1", (6, 3, 3, 3)))
-    with pytest.raises(MsfError, match="node 'hs_add' \\(Add\\)") as info:
+    with pytest.raises(MsfError, match="node 'hs_div' \\(Div\\): unsupported op Div") as info:
         load_onnx(_save(tmp_path, nodes, inits, in_shape=(1, 3, 8, 8)))
     assert "\n" not in str(info.value)
 
@@ -793,7 +795,8 @@ def gated_net(tmp_path, gate_after=None):
     """PP-OCR's forms: a conv bias as Reshape([C] -> [1, C, 1, 1]) + Add, a learnable affine
     (Mul by a constant per channel, then by one value, Add of one value) before the Relu, and a
     squeeze-and-excite gate HardSigmoid(alpha 0.2, beta 0.5) of a 1x1 conv (saturating at both
-    ends) times the map. `gate_after`: the HardSigmoid reads that tensor instead."""
+    ends) times the map, then a constant added per channel and a product by one value (a layer of
+    their own: a MUL's output). `gate_after`: the HardSigmoid reads that tensor instead."""
     rng = np.random.default_rng(21)          # its own draws: the same net in any test order
 
     def init(name, shape, scale):
@@ -803,7 +806,8 @@ def gated_net(tmp_path, gate_after=None):
              numpy_helper.from_array(np.array([1, 8, 1, 1], np.int64), "shape"),
              _init("k", value=rng.uniform(0.5, 1.5, (8, 1, 1))), _init("k1", value=[0.9]),
              _init("k0", value=[0.05]), init("ws", (4, 8, 1, 1), 0.3), init("bs", (4,), 0.1),
-             init("we", (8, 4, 1, 1), 4.0), init("be", (8,), 1.0), init("wo", (5, 8, 1, 1), 0.3)]
+             init("we", (8, 4, 1, 1), 4.0), init("be", (8,), 1.0), init("wo", (5, 8, 1, 1), 0.3),
+             init("k3", (8, 1, 1), 0.5), _init("k2", value=[-0.7])]
     nodes = [helper.make_node("Conv", ["x", "w1"], ["c"], pads=[1, 1, 1, 1], name="conv"),
              helper.make_node("Reshape", ["b1", "shape"], ["b1r"], name="bias_shape"),
              helper.make_node("Add", ["c", "b1r"], ["cb"], name="bias"),
@@ -818,13 +822,16 @@ def gated_net(tmp_path, gate_after=None):
              helper.make_node("HardSigmoid", [gate_after or "e"], ["h"], alpha=0.2, beta=0.5,
                               name="gate"),
              helper.make_node("Mul", ["r", "h"], ["se"], name="scale"),
-             helper.make_node("Conv", ["se", "wo"], ["y"], name="out")]
+             helper.make_node("Add", ["k3", "se"], ["sh"], name="shift_after"),
+             helper.make_node("Mul", ["sh", "k2"], ["sm"], name="scale_after"),
+             helper.make_node("Conv", ["sm", "wo"], ["y"], name="out")]
     return _save(tmp_path, nodes, inits, in_shape=(1, 3, 10, 9), name="gated.onnx")
 
 
 def test_constant_affine_and_hard_sigmoid_fold_and_match_onnxruntime_and_tflm(tmp_path):
     """The constant operands fold into the conv before them (exact before quantization: float
-    == onnxruntime), the HardSigmoid into the excite conv as a relu_0_to_1 clamp; the int8
+    == onnxruntime), or become a 1x1 depthwise conv after a MUL, the HardSigmoid folds into the
+    excite conv as a relu_0_to_1 clamp; the int8
     model's reference and C of two plans == TFLite Micro on its export."""
     from msf_pio.export.tflite import tflite_bytes
     from msf_pio.fusion import solvers
@@ -834,7 +841,12 @@ def test_constant_affine_and_hard_sigmoid_fold_and_match_onnxruntime_and_tflm(tm
     model, params = read_onnx(path)
     assert [(l.op, l.act) for l in model.layers] == [
         ("conv2d", "relu"), ("global_avgpool", "none"), ("conv2d", "relu"),
-        ("conv2d", "relu_0_to_1"), ("mul", "none"), ("conv2d", "none")]
+        ("conv2d", "relu_0_to_1"), ("mul", "none"), ("depthwise_conv2d", "none"),
+        ("conv2d", "none")]
+    np.testing.assert_allclose(params[5].w.reshape(-1), [-0.7] * 8)      # the shift's layer,
+    np.testing.assert_allclose(params[5].b, -0.7 * onnx.numpy_helper.to_array(  # the Mul folded
+        next(i for i in onnx.load(path).graph.initializer if i.name == "k3")).reshape(-1),
+        rtol=1e-6)
     gates = []
 
     def keep_gate(t, a):
@@ -868,7 +880,7 @@ def test_constant_affine_and_hard_sigmoid_fold_and_match_onnxruntime_and_tflm(tm
     ("after_relu", "node 'gate' \\(HardSigmoid\\): must directly follow a conv or dense layer "
                    "whose output it alone reads"),
     ("per_row", "node 'affine_scale' \\(Mul\\): constant \\[10, 1\\] is neither one value nor "
-                "one per channel"),
+                "one per channel of the tensor it meets"),
 ])
 def test_constant_operands_that_do_not_fold_are_refused_in_one_line(tmp_path, case, message):
     path = gated_net(tmp_path, gate_after="sr" if case == "after_relu" else None)

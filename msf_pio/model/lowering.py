@@ -739,7 +739,10 @@ class Lowering:
                               act=node.attrs.get("act", "none")), flat=main.flat)
 
     def bias_add(self, node: Node, main: int) -> None:
-        """A constant added to a conv or dense output: a bias, folded into the layer."""
+        """A constant added to a conv or dense output: a bias, folded into the layer; in a
+        float graph, added to any other map by a layer of its own (`channel_affine`)."""
+        if self.g.kind == FLOAT and not self.foldable(node, main):
+            return self.channel_affine(node, main, shift=True)
         const = self.const(node, 1 - main).real()
         layer = self.fold_target(node, WEIGHTED_OPS, "a conv or dense layer", main)
         axis = -1 if layer.op == ir.DENSE or self.g.layout == NHWC else -3   # the channels
@@ -770,22 +773,52 @@ class Lowering:
         self.sources[-1] = (self.sources[-1][0], None)
         return layer
 
-    def const_operand(self, node: Node, main: int) -> np.ndarray:
-        """The constant operand of a binary node as one value per channel of the layer before
-        (or one value), refused in one line otherwise."""
+    def foldable(self, node: Node, main: int) -> bool:
+        """Whether input `main` of `node` is the output of the conv or dense layer just before,
+        read by `node` alone, before any activation (what `affine` folds into)."""
+        view = self.views.get(node.inputs[main])
+        layer = self.layers[-1] if self.layers else None
+        return (view is not None and layer is not None and view.t == len(self.layers)
+                and layer.op in WEIGHTED_OPS and self.readers.get(node.inputs[main], 0) == 1
+                and not view.alias and layer.act == "none" and self.params[-1] is not None)
+
+    def const_operand(self, node: Node, main: int, channels: int, flat: bool) -> np.ndarray:
+        """The constant operand of a binary node as one value per channel of a tensor of
+        `channels` (or one value), refused in one line otherwise."""
         const = self.const(node, 1 - main).real()
-        cout = self.layers[-1].cout if self.layers else 0
-        axis = -1 if (self.layers and self.layers[-1].op == ir.DENSE) or \
-            self.g.layout == NHWC else -3
-        if const.size == 1 or (const.ndim >= -axis and const.shape[axis] == const.size == cout):
+        axis = -1 if flat or self.g.layout == NHWC else -3
+        if const.size == 1 or (const.ndim >= -axis and
+                               const.shape[axis] == const.size == channels):
             return const.reshape(-1)
         raise self.error(f"constant {list(const.shape)} is neither one value nor one per "
-                         "channel of the layer before", node)
+                         "channel of the tensor it meets", node)
 
     def const_mul(self, node: Node, main: int) -> None:
-        """A conv or dense output times a constant (one value or one per channel; PP-LCNet's
-        learnable affine): folded into the layer's weights and bias."""
-        self.affine(node, main, node.op_name, self.const_operand(node, main))
+        """A map times a constant (one value or one per channel; PP-LCNet's learnable affine):
+        folded into the conv or dense layer before it where it can be, else a layer of its
+        own (`channel_affine`)."""
+        if not self.foldable(node, main):
+            return self.channel_affine(node, main, shift=False)
+        layer = self.layers[-1]
+        self.affine(node, main, node.op_name,
+                    self.const_operand(node, main, layer.cout, layer.op == ir.DENSE))
+
+    def channel_affine(self, node: Node, main: int, shift: bool) -> None:
+        """x * the constant operand (`shift`: x + it) per channel of a map that no
+        layer before can absorb (an activation's output, a tensor with other readers): a 1x1
+        depthwise conv of weights the scale and bias the shift, TFLite's int8 DEPTHWISE_CONV_2D
+        (a scale is exact as a per-channel int8 weight: 127 times scale / 127); a constant Add
+        after it folds into its bias."""
+        view = self.view(node, main, flat_ok=True)
+        shape = self.shape(view.t)
+        values = self.const_operand(node, main, shape[2], view.flat)
+        ones = np.ones(shape[2])
+        w, b = (ones, ones * values) if shift else (ones * values, np.zeros(shape[2]))
+        self.activation_q(node, self.tensor(node, main))
+        weights = Const(w.reshape(1, 1, 1, -1).astype(np.float32))
+        self.emit(node, Layer(op=ir.DEPTHWISE, in_shape=shape, out_shape=shape, kernel=(1, 1),
+                              stride=(1, 1), pad=(0, 0, 0, 0)), flat=view.flat, flat_ok=True,
+                  params=FloatWeights(weights.values, b), sources=(weights, None))
 
     def hard_sigmoid(self, node: Node) -> None:
         """HardSigmoid(y) = clip(alpha * y + beta, 0, 1) of a conv or dense output y (a
