@@ -285,8 +285,8 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
     n = E.cout // g
     per_group = lambda w: np.concatenate([w[..., j * g:(j + 1) * g] for j in range(n)])
     keep = specialise.chosen(model)
-    (_, fe, _), (_, fd, _), (_, fp, _) = (_layer_params(model, l, keep, g)
-                                          for l in range(i, i + 3))
+    (_, fe, _), (_, fd, _), (_, fp, _) = (_layer_params(model, l, keep, g if l < i + 2 else None)
+                                          for l in range(i, i + 3))   # the project: cout
     weights = {"e": [], "d": []}
     records = {"e": [], "d": []}
     inits, shapes, at = [], [], {"we": 0, "wd": 0, "ce": 0, "cd": 0}
