@@ -90,6 +90,8 @@ def activation_range(act: str, q: QParams) -> tuple[int, int]:
         return max(INT8_MIN, quantize(0.0)), min(INT8_MAX, quantize(6.0))
     if act == "relu_0_to_1":
         return max(INT8_MIN, quantize(0.0)), min(INT8_MAX, quantize(1.0))
+    if act == "relu_n1_to_1":
+        return max(INT8_MIN, quantize(-1.0)), min(INT8_MAX, quantize(1.0))
     raise ValueError(f"unknown activation {act!r}")
 
 

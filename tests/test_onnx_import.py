@@ -867,6 +867,10 @@ def test_constant_affine_and_hard_sigmoid_fold_and_match_onnxruntime_and_tflm(tm
     graph = build_graph(quantized, "exact")
     plans_give_tflm_bytes(exported, quantized, [solvers.vanilla(graph),
                                                 solvers.p1_min_ram(graph)])
+    # the export read back: the gate's RELU_N1_TO_1 clamps as TFLite Micro does
+    back = load_model(str(exported))
+    assert back.layers[3].act == "relu_n1_to_1"
+    plans_give_tflm_bytes(exported, back, [solvers.p1_min_ram(build_graph(back, "exact"))])
     # TFLite's RELU_N1_TO_1 clamps as relu_0_to_1 only where real 0 is the output's least value
     from dataclasses import replace
     layers = list(quantized.layers)

@@ -31,7 +31,8 @@ from ..model.ir import Layer, Model, QParams, same_padding, transposed_padding
 
 _ACTIVATION = {"none": fb.ActivationFunctionType.NONE, "relu": fb.ActivationFunctionType.RELU,
                "relu6": fb.ActivationFunctionType.RELU6,
-               "relu_0_to_1": fb.ActivationFunctionType.RELU_N1_TO_1}   # see _activation
+               "relu_0_to_1": fb.ActivationFunctionType.RELU_N1_TO_1,   # see _activation
+               "relu_n1_to_1": fb.ActivationFunctionType.RELU_N1_TO_1}
 _BUFFER_ALIGN = 16      # constant data aligned for MCU loaders (int32 bias, SIMD weight loads)
 
 

@@ -140,4 +140,6 @@ def _activate(x: np.ndarray, act: str) -> np.ndarray:
         return np.clip(x, 0, 6)
     if act == "relu_0_to_1":
         return np.clip(x, 0, 1)
+    if act == "relu_n1_to_1":
+        return np.clip(x, -1, 1)
     return x

@@ -58,7 +58,7 @@ WHOLE_OPS = (STREAM, CROP)      # whole tensors moved by rows: single edges, nev
 UPSAMPLE_OPS = (RESIZE_NEAREST, TRANSPOSE_CONV)
 BLOCK_OPS = SPATIAL_OPS + UPSAMPLE_OPS               # what a fusion block may hold
 ALL_OPS = SPATIAL_OPS + HEAD_OPS + WHOLE_OPS + UPSAMPLE_OPS
-ACTIVATIONS = ("none", "relu", "relu6", "relu_0_to_1")   # fused clamps of a layer's output
+ACTIVATIONS = ("none", "relu", "relu6", "relu_0_to_1", "relu_n1_to_1")   # fused clamps of a layer's output
 
 # Short op names for tables: a layer is shown as op + index (dwconv3); the file's own tensor
 # or node names, often hundreds of characters, appear only in JSON.

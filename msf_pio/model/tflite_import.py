@@ -58,8 +58,8 @@ _OPTION_FIELDS = {   # options table class -> accessor names read into the optio
 }
 _FLOAT_OPTION_FIELDS = {"SoftmaxOptions": ("Beta",), "LeakyReluOptions": ("Alpha",)}
 _PADDING = {0: "same", 1: "valid"}
-_ACT = {0: "none", 1: "relu", 3: "relu6"}
-_ACT_NAMES = {2: "RELU_N1_TO_1", 4: "TANH", 5: "SIGN_BIT"}
+_ACT = {0: "none", 1: "relu", 2: "relu_n1_to_1", 3: "relu6"}
+_ACT_NAMES = {4: "TANH", 5: "SIGN_BIT"}
 _HINTS = {"TANH": " (supported activations: HARD_SWISH, LEAKY_RELU, PRELU, LOGISTIC, RELU, "
                   "RELU6)"}
 _OP_NAMES = {"conv": "CONV_2D", "max_pool": "MAX_POOL_2D", "avg_pool": "AVERAGE_POOL_2D",
@@ -389,7 +389,7 @@ def _act(node: Node, options: dict) -> str:
     code = _option(node, options, "FusedActivationFunction", 0)
     if code not in _ACT:
         raise _Refused(f"fused activation {_ACT_NAMES.get(code, code)} is not supported "
-                       "(NONE, RELU, RELU6)")
+                       "(NONE, RELU, RELU_N1_TO_1, RELU6)")
     return _ACT[code]
 
 
