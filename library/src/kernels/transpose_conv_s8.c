@@ -21,8 +21,9 @@ static inline int32_t msf_first_tap(int32_t pos, int32_t pad, int32_t stride, in
 }
 
 /* Output pixel (row, col) into out[0 .. out_c), its taps from the input rows at `in`, input
- * pixel (i, j) at in + (i - row0) * row_stride + j * cin (whole rows of the input). */
-static inline void msf_transposed_pixel(const msf_layer_t *l, const int8_t *in, int32_t row0,
+ * pixel (i, j) at in + (i - row0) * row_stride + j * cin (whole rows of the input). Not
+ * inlined: inside the callers' loops the tap loop's values spill to the stack (2x slower). */
+static __attribute__((noinline)) void msf_transposed_pixel(const msf_layer_t *l, const int8_t *in, int32_t row0,
                                         int32_t row_stride, int32_t row, int32_t col,
                                         int8_t *out)
 {
