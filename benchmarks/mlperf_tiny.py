@@ -53,15 +53,22 @@ SECTION_WRAPPED = re.compile(r"^ \.(text|rodata)\S*\n\s+0x[0-9a-f]+\s+0x([0-9a-f
                              re.M)
 
 
+def linked_sections(text: str) -> list[tuple[str, str, str]]:
+    """(kind, hex size, object) of the code and constant data a link map's firmware holds: the
+    map's memory map only (its list of input sections --gc-sections discarded comes before)."""
+    text = text[text.find("Linker script and memory map"):]
+    return SECTION.findall(text) + SECTION_WRAPPED.findall(text)
+
+
 def flash(project: Path, board: str) -> dict[str, int]:
     """Bytes of the runtime's and the generated model's code and constant data in the
-    firmware (the board support, the C library and the benchmark's main excluded)."""
+    firmware (the board support, the C library, the benchmark's main and its golden input
+    excluded)."""
     text = (project / ".pio" / "build" / board / "firmware.map").read_text()
     sizes = {"code": 0, "data": 0}
-    for kind, size, obj in SECTION.findall(text) + SECTION_WRAPPED.findall(text):
-        ours = ("/msf_model/" in obj or "/kernels/" in obj or
-                re.search(r"/(executor|line_buffer|channel_split|measure|schemes/\w+)\.o$", obj))
-        if ours and "/board/" not in obj:
+    for kind, size, obj in linked_sections(text):
+        runtime = re.search(r"/lib[0-9a-f]+/[^/]+/", obj) and "/board/" not in obj
+        if runtime or obj.endswith("/msf_model/msf_model.o"):
             sizes["code" if kind == "text" else "data"] += int(size, 16)
     return sizes
 

@@ -51,7 +51,8 @@ C_TIERS = [      # bottom first, as units (a file, with its header of the same n
     ["src/kernels/*", "include/msf/kernels", "src/board/*", "src/measure", "src/profile"],
     ["src/edge"],                                   # the shared edge walker
     ["src/schemes/*"],                              # one executor a cache scheme
-    ["src/executor"],                               # the one dispatch
+    # the one dispatch; msf/dispatch.h: its templates the generated code instantiates
+    ["src/executor", "include/msf/dispatch"],
 ]
 
 

@@ -236,4 +236,87 @@ static inline void msf_pull_rows(const msf_block_t *b, const msf_source_t *sourc
     }
 }
 
+/* The runtime's dispatch of a layer's output column by its op's kernel, as a template over
+ * the ops a model uses (msf/dispatch.h): `ops` a constant set of MSF_BIT(enum msf_op). */
+#define MSF_BIT(x) (1u << (x))
+#define MSF_EVERY 0xFFFFFFFFu
+
+/* A call is made only if its op's (or scheme's) bit is in the set: with every bit, these are
+ * the runtime's dispatches as written; the generated model's sets leave out the calls of the
+ * ops and schemes it does not run. */
+#define MSF_ACTIVATIONS (MSF_BIT(MSF_HARD_SWISH) | MSF_BIT(MSF_LEAKY_RELU) | \
+                         MSF_BIT(MSF_LOGISTIC) | MSF_BIT(MSF_PRELU))
+#define MSF_POOLS (MSF_BIT(MSF_MAX_POOL) | MSF_BIT(MSF_AVG_POOL))
+
+MSF_INLINE void msf_layer_column_of(uint32_t ops, const msf_layer_t *l, const msf_view_t *in,
+                                    const msf_view_t *in2, const msf_view_t *out, int32_t col,
+                                    int32_t r0, int32_t r1)
+{
+    switch (l->op) {
+    case MSF_CONV2D:
+        if (ops & MSF_BIT(MSF_CONV2D)) {
+            msf_conv2d_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_DEPTHWISE:
+        if (ops & MSF_BIT(MSF_DEPTHWISE)) {
+            msf_depthwise_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_ADD:
+        if (ops & MSF_BIT(MSF_ADD)) {
+            msf_add_column(l, in, in2, out, col, r0, r1);
+        }
+        break;
+    case MSF_CONCAT:
+        if (ops & MSF_BIT(MSF_CONCAT)) {
+            msf_concat_column(l, in, in2, out, col, r0, r1);
+        }
+        break;
+    case MSF_MUL:
+        if (ops & MSF_BIT(MSF_MUL)) {
+            msf_mul_column(l, in, in2, out, col, r0, r1);
+        }
+        break;
+    case MSF_SLICE:
+        if (ops & MSF_BIT(MSF_SLICE)) {
+            msf_slice_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_RESIZE_NEAREST:
+        if (ops & MSF_BIT(MSF_RESIZE_NEAREST)) {
+            msf_resize_nearest_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_TRANSPOSE_CONV:
+        if (ops & MSF_BIT(MSF_TRANSPOSE_CONV)) {
+            msf_transpose_conv_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_AVG_POOL_PADDED:
+        if (ops & MSF_BIT(MSF_AVG_POOL_PADDED)) {
+            msf_avg_pool_padded_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_SOFTMAX:
+        if (ops & MSF_BIT(MSF_SOFTMAX)) {
+            msf_softmax_column(l, in, out, col, r0, r1);
+        }
+        break;
+    case MSF_HARD_SWISH:
+    case MSF_LEAKY_RELU:
+    case MSF_LOGISTIC:
+    case MSF_PRELU:
+        if (ops & MSF_ACTIVATIONS) {
+            msf_activation_column(l, in, out, col, r0, r1);
+        }
+        break;
+    default:                                        /* max and average pooling */
+        if (ops & MSF_POOLS) {
+            msf_pool_column(l, in, out, col, r0, r1);
+        }
+        break;
+    }
+}
+
 #endif /* MSF_EDGE_H */

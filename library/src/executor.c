@@ -1,39 +1,13 @@
 /* The edge executor, the plan's one dispatch: a single head layer (global pooling or dense on a
  * whole tensor) runs here; every other edge, a single spatial layer or a fusion block, runs in
- * the executor of its cache scheme (schemes/, chosen by msf_block_t.scheme). */
-#include "edge.h"
-#include "schemes/schemes.h"
+ * the executor of its cache scheme (schemes/, chosen by msf_block_t.scheme). For every scheme
+ * and head; weak: the generated model's own, over its plan's only, replaces it
+ * (msf/dispatch.h). */
+#include "executor.h"
 
-void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, int8_t *output,
-                  const msf_sink_t *sink, const msf_source_t *source)
+__attribute__((weak)) void msf_run_edge(const msf_block_t *b, int8_t *arena,
+                                        const int8_t *input, int8_t *output,
+                                        const msf_sink_t *sink, const msf_source_t *source)
 {
-    const msf_layer_t *L = b->layers;
-    int8_t *in = msf_locate(arena, b->in_offset, input);
-    int8_t *out = b->out_offset == MSF_EXTERNAL ? output : arena + b->out_offset;
-    if (b->n == 0) {                               /* a single head layer */
-        int32_t pulled = -1;
-        msf_view_t whole = msf_whole_view(in, L[0].in_w, L[0].in_c);
-        msf_pull_rows(b, source, &whole, &pulled, INT32_MAX);   /* its ring: every row */
-        if (L[0].op == MSF_GLOBAL_AVGPOOL) {
-            msf_global_avgpool(&L[0], in, out);
-        } else {
-            msf_dense(&L[0], in, out);
-        }
-        msf_emit(b, sink, 0, 0, out, L[0].out_c);
-        return;
-    }
-    /* direct calls, not a table of pointers: the stack predictor (msf_pio/codegen/stack.py)
-     * follows each edge to its own executor */
-    switch (b->scheme) {
-    case MSF_LINE_BUFFER:
-        msf_run_line_buffer(b, arena, in, out, input, sink, source);
-        break;
-    case MSF_CHANNEL_SPLIT:
-        msf_run_channel_split(b, arena, in, out, input, sink, source);
-        break;
-    case MSF_H_CACHE:
-    default:
-        msf_run_h_cache(b, arena, in, out, input, sink, source);
-        break;
-    }
+    msf_run_edge_of(MSF_EVERY, MSF_EVERY, b, arena, input, output, sink, source);
 }

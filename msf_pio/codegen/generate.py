@@ -390,9 +390,11 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         " (" + plan.cost_model + " cost model). Do not edit. */",
         '#include "msf_model.h"',
         '#include "msf/requant.h"',
+        '#include "msf/dispatch.h"',
         '#include "msf/kernels.h"',
         '#include "msf/runtime.h"',
         "",
+        *_dispatch(model, plan),
         "MSF_KERNEL_SPEED   /* the specialised kernels at -O3 in a firmware built for size */",
         _weights_attribute(weights_section),
         "",
@@ -462,6 +464,55 @@ def _weights_attribute(section: str | None) -> str:
     parse_section_name(section)             # never text from a model file; checked again
     return (f'#define MSF_WEIGHTS __attribute__((section("{section}")))'
             "   /* custom_msf_weights_section */")
+
+
+def dispatch_sets(model: Model, plan: Plan) -> tuple[set, set, set, set]:
+    """What the plan runs, by how the C reaches it: the ops of the layers its edges run column
+    by column (ir ops; "avg_pool_padded" for an average pool counting padded taps), their
+    executors (schemes' EXECUTOR names), the ops of its single head layers, and the ops of the
+    whole-tensor layers the schedule calls itself."""
+    ops, executors, heads, called = set(), set(), set(), set()
+    for e in plan.blocks:
+        first = model.layers[e.first]
+        if first.op in CALLED:
+            called.add(first.op)
+            continue
+        n, _ = block_shape(model, e)
+        if n == 0:
+            heads.add(first.op)
+            continue
+        executors.add(_executor(e))
+        for l in range(e.first, e.first + n):
+            layer = model.layers[l]
+            ops.add("avg_pool_padded" if layer.count_pad else layer.op)
+    return ops, executors, heads, called
+
+
+def _dispatch(model: Model, plan: Plan) -> list[str]:
+    """The runtime's dispatches (msf/dispatch.h) over the ops, schemes and single head layers
+    this plan runs, so that the firmware links no other kernel or executor (compiled before
+    MSF_KERNEL_SPEED: at the firmware's own optimisation level, as the runtime's)."""
+    ops, executors, heads, _ = dispatch_sets(model, plan)
+
+    def bits(names) -> str:
+        return " | ".join(f"MSF_BIT({n})" for n in sorted(names)) or "0"
+
+    column_ops = {"MSF_AVG_POOL_PADDED" if op == "avg_pool_padded" else OPS[op] for op in ops}
+    return ["/* The runtime's dispatches over this plan's ops and executors only (msf/dispatch.h):",
+            " * the firmware links no other kernel */",
+            "void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, "
+            "const msf_view_t *in2,",
+            "                      const msf_view_t *out, int32_t col, int32_t r0, int32_t r1)",
+            "{",
+            f"    msf_layer_column_of({bits(column_ops)}, l, in, in2, out, col, r0, r1);",
+            "}", "",
+            "void msf_run_edge(const msf_block_t *b, int8_t *arena, const int8_t *input, "
+            "int8_t *output,",
+            "                  const msf_sink_t *sink, const msf_source_t *source)",
+            "{",
+            f"    msf_run_edge_of({bits(f'MSF_{x.upper()}' for x in executors)}, "
+            f"{bits(OPS[op] for op in heads)}, b, arena, input, output, sink, source);",
+            "}", ""]
 
 
 def _source_init(model: Model) -> str:
