@@ -16,13 +16,24 @@ and graph, in the main's .rodata).
 msf-pio side: the model's firmware on --board (the benchmark firmware, vanilla plan, or the
 least-RAM plan when vanilla does not fit), the code and constant data of the runtime's and the
 generated model's objects (benchmarks/mlperf_tiny.py's flash(): board support, C library and
-main excluded).
+main excluded), beside the build's own flash figures (codegen/flash.py: constant data counted,
+code estimated) and its predicted stack.
 
-Run: python benchmarks/tflm_size.py --tflm DIR --models DIR [--board qemu_f412zg] [--jobs 2]
+--zoo: also the zoo's models, exported to .tflite by msf-pio's exporter (the same int8 graph
+and weights TFLite Micro then runs).
+
+--units: instead, the code of every runtime file and of the generated specialised kernels on
+qemu_f767zi, qemu_esp32c3 and qemu_esp32s3 (firmwares of the four MLPerf Tiny files in
+--models): the sizes codegen/flash.py's code estimate takes (the largest of the three).
+
+Run: python benchmarks/tflm_size.py --tflm DIR --models DIR [--zoo] [--board qemu_f412zg]
+     python benchmarks/tflm_size.py --units --models DIR
 """
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shutil
 import subprocess
 import sys
@@ -34,7 +45,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from kernel_instructions import project_for  # noqa: E402
-from mlperf_tiny import SECTION, SECTION_WRAPPED, flash  # noqa: E402
+from mlperf_tiny import SECTION, SECTION_WRAPPED, flash, linked_sections  # noqa: E402
+from msf_pio.codegen import flash as flash_model  # noqa: E402
+from msf_pio.export.tflite import export_tflite  # noqa: E402
+from msf_pio.model.zoo import zoo_names  # noqa: E402
 from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.pio.project import pio  # noqa: E402
 
@@ -120,7 +134,7 @@ def tflm_flash(tflm: Path, path: Path, work: Path) -> dict[str, int]:
                          f"{built.stderr[-2000:]}")
     text = mapfile.read_text()
     sizes = {"code": 0, "data": 0, "model": 0}
-    for kind, size, obj in SECTION.findall(text) + SECTION_WRAPPED.findall(text):
+    for kind, size, obj in linked_sections(text):
         if "libtensorflow-microlite.a(" in obj:
             sizes["code" if kind == "text" else "data"] += int(size, 16)
     nm = subprocess.run(["arm-none-eabi-nm", "-S", "-C", str(elf)], capture_output=True,
@@ -130,26 +144,90 @@ def tflm_flash(tflm: Path, path: Path, work: Path) -> dict[str, int]:
     return sizes
 
 
-def ours(core: str, tmp: Path, path: Path, board: str):
-    """(plan, flash) of msf-pio's firmware for the model, or (plan, error)."""
+def build(core: str, tmp: Path, path: Path, board: str):
+    """(plan, project) of msf-pio's firmware for the model, or (plan, error)."""
     for plan, opts in (("vanilla", {"objective": "vanilla"}), ("p1:inf", {})):
         project = project_for(tmp, f"{path.stem}-{plan.replace(':', '_')}", board,
                               ram_limit="auto", model=str(path), **opts)
         code, out = pio(core, project, "run", "-e", board)
         if code == 0:
-            return plan, flash(project, board)
+            return plan, project
         if not any(w in out for w in ("RAM", "infeasible")):
             return plan, out.strip().splitlines()[-1][:80]
     return plan, out.strip().splitlines()[-1][:80]
 
 
+def ours(core: str, tmp: Path, path: Path, board: str):
+    """(plan, sizes) of msf-pio's firmware for the model: its code and constant data, the
+    build's estimate of them and its predicted stack; or (plan, error)."""
+    plan, project = build(core, tmp, path, board)
+    if isinstance(project, str):
+        return plan, project
+    sizes = flash(project, board)
+    facts = json.loads((project / ".pio" / "build" / board / "msf_generated" /
+                        "plan.json").read_text())
+    sizes.update(est_code=facts["flash_code_bytes"], est_data=facts["flash_data_bytes"],
+                 stack=facts.get("predicted_stack_bytes"))
+    return plan, sizes
+
+
+UNIT_BOARDS = ("qemu_f767zi", "qemu_esp32c3", "qemu_esp32s3")
+RUNTIME_OBJECT = re.compile(r"/lib[0-9a-f]+/[^/]+/(?!board/)(.+)\.o$")
+
+
+def units(core: str, tmp: Path, files: list[Path], jobs: int) -> None:
+    """Per runtime file, its whole code (every function, linked or not: the link map lists the
+    discarded ones too), and per kind of specialised kernel its largest instance, per board."""
+    jobs_list = [(p, b) for p in files for b in UNIT_BOARDS]
+    with ThreadPoolExecutor(jobs) as pool:
+        built = list(pool.map(lambda j: build(core, tmp, j[0], j[1]), jobs_list))
+    code: dict[str, dict[str, int]] = {}
+    for (path, board), (_, project) in zip(jobs_list, built):
+        if isinstance(project, str):
+            print(f"{path.name} on {board}: {project}")
+            continue
+        text = (project / ".pio" / "build" / board / "firmware.map").read_text()
+        whole: dict[str, int] = {}
+        for kind, size, obj in SECTION.findall(text) + SECTION_WRAPPED.findall(text):
+            m = RUNTIME_OBJECT.search(obj)
+            if kind == "text" and m:
+                whole[m.group(1)] = whole.get(m.group(1), 0) + int(size, 16)
+        for unit, size in whole.items():
+            row = code.setdefault(unit, {})
+            row[board] = max(row.get(board, 0), size)
+        for kind, prefix in (("MSF_CONV2D_KERNEL", "msf_conv_"), ("MSF_DW3X3_KERNEL", "msf_dw3x3_")):
+            sizes = [int(size, 16) for size, name in re.findall(
+                r"^\s+\.text\.(?:\S+\.)?" + prefix + r"\S*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)",
+                text, re.M)]
+            row = code.setdefault(kind, {})
+            row[board] = max([row.get(board, 0), *sizes])
+    print("| code of | " + " | ".join(UNIT_BOARDS) + " | largest | codegen/flash.py |")
+    print("|---|" + "---:|" * (len(UNIT_BOARDS) + 2))
+    for unit in sorted(code):
+        row = code[unit]
+        stored = flash_model.UNIT_CODE.get(unit, flash_model.SPECIALISED.get(unit, ""))
+        print(f"| {unit} | " + " | ".join(f"{row.get(b, 0):,}" for b in UNIT_BOARDS) +
+              f" | {max(row.values()):,} | {stored} |")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--tflm", type=Path, required=True, help="TFLite Micro checkout")
+    ap.add_argument("--tflm", type=Path, help="TFLite Micro checkout")
     ap.add_argument("--models", type=Path, required=True, help="folder of .tflite files")
+    ap.add_argument("--zoo", nargs="*", help="also these zoo models (none named: the zoo's)")
     ap.add_argument("--board", default="qemu_f412zg")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--units", action="store_true", help="the code of every runtime file")
     args = ap.parse_args(argv)
+    if args.units:
+        with tempfile.TemporaryDirectory() as tmp:
+            core = str(Path(tmp) / "core")
+            bootstrap.install_tool_scons(core, log=lambda _m: None)
+            units(core, Path(tmp), [args.models / f for f in BENCHMARKS
+                                    if (args.models / f).is_file()], args.jobs)
+        return 0
+    if args.tflm is None:
+        raise SystemExit("--tflm DIR is needed (a TFLite Micro checkout)")
     if shutil.which("arm-none-eabi-g++") is None:
         raise SystemExit("needs arm-none-eabi-g++")
     if not (args.tflm / LIB).is_file():
@@ -160,23 +238,29 @@ def main(argv=None) -> int:
         sorted(args.models.glob("*.tflite"))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        if args.zoo is not None:
+            from msf_pio.verify import quantized_model
+            for name in args.zoo or zoo_names():
+                export_tflite(quantized_model(name), tmp / f"{name}.tflite")
+                files.append(tmp / f"{name}.tflite")
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         with ThreadPoolExecutor(args.jobs) as pool:
             mine = list(pool.map(lambda p: ours(core, tmp, p, args.board), files))
         theirs = [tflm_flash(args.tflm, p, tmp / f"tflm-{p.stem}") for p in files]
-    print(f"| model | ops | msf-pio plan ({args.board}) | msf-pio code B | msf-pio data B | "
-          "TFLM code B | TFLM data B | TFLM flatbuffer B | code msf-pio / TFLM | "
-          "code + data msf-pio / TFLM (+ flatbuffer) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"| model | ops | msf-pio plan ({args.board}) | msf-pio code B (estimate) | "
+          "msf-pio data B (counted) | msf-pio stack B (predicted) | TFLM code B | TFLM data B | "
+          "TFLM flatbuffer B | code msf-pio / TFLM | code + data msf-pio / TFLM (+ flatbuffer) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     for path, (plan, size), t in zip(files, mine, theirs):
         ops = ", ".join(builtin_ops(path))
         if isinstance(size, str):
-            print(f"| {path.name} | {ops} | error: {size} | | | {t['code']:,} | {t['data']:,} | "
-                  f"{t['model']:,} | | |")
+            print(f"| {path.name} | {ops} | error: {size} | | | | {t['code']:,} | "
+                  f"{t['data']:,} | {t['model']:,} | | |")
             continue
         total, their_total = size["code"] + size["data"], t["code"] + t["data"] + t["model"]
-        print(f"| {path.name} | {ops} | {plan} | {size['code']:,} | {size['data']:,} | "
+        print(f"| {path.name} | {ops} | {plan} | {size['code']:,} ({size['est_code']:,}) | "
+              f"{size['data']:,} ({size['est_data']:,}) | {size['stack']} | "
               f"{t['code']:,} | {t['data']:,} | {t['model']:,} | "
               f"{size['code'] / t['code']:.2f} | {total / their_total:.2f} |", flush=True)
     return 0

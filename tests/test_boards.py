@@ -78,15 +78,19 @@ def test_explicit_limit_above_what_the_board_holds_is_refused(tmp_path):
 
 def test_weights_beyond_the_flash_stop_the_build(tmp_path):
     facts = BoardFacts("small", flash=100_000, ram=1 << 20, framework_ram=0, stack=0)
-    with pytest.raises(MsfError, match=r"the weights need \d+ B of flash, small has 100000 B"):
+    with pytest.raises(MsfError, match=r"the model needs \d+ B of flash \(constant data \d+ B, "
+                                       r"code about \d+ B\), small has 100000 B \(custom_msf_weights_section "
+                                       r"places the weights in external memory\)$"):
         generate_library(options("mbv2-w0.35-paper"), tmp_path, facts, 0)
 
 
 def test_weights_in_external_memory_count_against_it(tmp_path):
     # custom_msf_weights_section: the weights leave the internal flash for the memory the
-    # section is mapped to, and are checked against that memory's size instead
-    facts = BoardFacts("small", flash=100, ram=1 << 20, framework_ram=0, stack=0)
-    external = replace(options("tiny"), weights_section=".qspi_weights", weights_size=1 << 20)
+    # section is mapped to, and are checked against that memory's size instead; the internal
+    # flash keeps the tables and the code (codegen/flash.py)
+    facts = BoardFacts("small", flash=64 << 10, ram=1 << 20, framework_ram=0, stack=0)
+    external = replace(options("mlperf-tiny-ad"), weights_section=".qspi_weights",
+                       weights_size=1 << 20)
     _, summary, _ = generate_library(external, tmp_path, facts, 0)
     need = summary["weight_bytes"]
     assert need > facts.flash
@@ -95,6 +99,10 @@ def test_weights_in_external_memory_count_against_it(tmp_path):
     with pytest.raises(MsfError, match=rf"the weights need {need} B, the memory of section "
                                        rf"\.qspi_weights has {need - 1} B"):
         generate_library(replace(external, weights_size=need - 1), tmp_path, facts, 0)
+    internal = summary["flash_data_bytes"] - summary["flash_weights_bytes"]
+    with pytest.raises(MsfError, match=rf"the model needs \d+ B of flash \(constant data "
+                                       rf"{internal} B, code about \d+ B\), small has 4096 B$"):
+        generate_library(external, tmp_path, replace(facts, flash=4096), 0)
 
 
 # ESP-IDF's partition tables (name, type, subtype, offset, size, flags): its default single-app

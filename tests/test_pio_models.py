@@ -83,8 +83,31 @@ def test_min_ram_plan_runs_on_every_emulated_board(core, tmp_path, name):
         assert int(arena) == int(arena_pred) == summary["peak_ram_bytes"]
         assert summary["plan"] == "p1:inf"
         assert stack_used(lines[0]) <= summary["predicted_stack_bytes"], (board, lines[0])
+        assert_flash_is_the_linked_firmwares(project, board, summary)
         if (name, board) == ("mbv2-w0.35-paper", "qemu_f767zi"):   # the demo's own build
             assert_demo_output_is_documented(project, board, code, out)
+
+
+# the link map's input sections kept in the firmware: kind, size, object file (a long section
+# name wraps onto the next line)
+LINKED = re.compile(r"^ \.(text|rodata)\S*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\.o)$", re.M)
+
+
+def assert_flash_is_the_linked_firmwares(project, board, summary):
+    """The build's flash figures (codegen/flash.py, checked against the board's flash before
+    compiling) against the link map: the constant data counted within 1% of the .rodata the
+    runtime and the generated model keep, the code estimated at or above their .text and
+    within half of it again (only the model's kernels and executors are linked)."""
+    text = (project / ".pio" / "build" / board / "firmware.map").read_text()
+    text = text[text.index("Linker script and memory map"):]    # not the discarded sections
+    linked = {"text": 0, "rodata": 0}
+    for kind, size, obj in LINKED.findall(text):
+        if obj.endswith("/msf_model/msf_model.o") or (
+                re.search(r"/lib[0-9a-f]+/[^/]+/", obj) and "/board/" not in obj):
+            linked[kind] += int(size, 16)
+    data, code = summary["flash_data_bytes"], summary["flash_code_bytes"]
+    assert abs(data - linked["rodata"]) <= 0.01 * linked["rodata"], (board, data, linked)
+    assert linked["text"] <= code <= 1.5 * linked["text"], (board, code, linked)
 
 
 def assert_demo_output_is_documented(project, board, code, out):

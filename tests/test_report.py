@@ -117,3 +117,19 @@ def test_report_of_an_infeasible_budget_is_one_line(capsys, tmp_path):
                  "--out", str(tmp_path)])
     err = capsys.readouterr().err
     assert code == 1 and "infeasible" in err and len(err.strip().splitlines()) == 1  # status 1
+
+
+def test_flash_counts_the_arrays_at_their_sizes_on_the_32_bit_targets(tmp_path):
+    """codegen/flash.py counts a generated model's constant arrays at the sizes its types have
+    on the 32-bit targets: asked of the Cortex-M compiler."""
+    import shutil
+    from msf_pio.codegen.flash import TYPE_BYTES
+    if shutil.which("arm-none-eabi-gcc") is None:
+        pytest.skip("arm-none-eabi-gcc not installed (scripts/setup.sh installs it)")
+    checks = "".join(f"_Static_assert(sizeof({t}) == {n}, \"{t}\");\n"
+                     for t, n in TYPE_BYTES.items())
+    probe = subprocess.run(["arm-none-eabi-gcc", f"-I{LIBRARY / 'include'}", "-x", "c", "-",
+                            "-o", str(tmp_path / "sizes.o"), "-c"],
+                           input='#include "msf/runtime.h"\n' + checks,
+                           capture_output=True, text=True)
+    assert probe.returncode == 0, probe.stderr

@@ -293,6 +293,7 @@ class _locked:
 
 
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
+    from ..codegen.flash import estimate as flash_estimate
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
     from ..codegen.stack import predict as predict_stack
     from ..fusion import schemes, solvers
@@ -352,11 +353,17 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         raise InfeasibleBudget(f"the weights need {weight_bytes} B, the memory of section "
                                f"{options.weights_section} has {options.weights_size} B",
                                source=f"model {model.name}")
-    if facts.flash and not options.weights_section and weight_bytes > facts.flash:
+    # the internal flash: the constant data (less the weights in their own section) and code
+    needs = flash_estimate(model, plan, sources.source)
+    internal = needs.total - (needs.weights if options.weights_section else 0)
+    if facts.flash and internal > facts.flash:
         where = f"{board}'s {facts.flash_region}" if facts.flash_region else board
-        raise InfeasibleBudget(f"the weights need {weight_bytes} B of flash, {where} has "
-                       f"{facts.flash} B (custom_msf_weights_section places them in "
-                       f"external memory)", source=f"model {model.name}")
+        data = needs.data - needs.weights if options.weights_section else needs.data
+        hint = ("" if options.weights_section else " (custom_msf_weights_section places the "
+                "weights in external memory)")
+        raise InfeasibleBudget(f"the model needs {internal} B of flash (constant data {data} "
+                               f"B, code about {needs.code} B), {where} has {facts.flash} B"
+                               f"{hint}", source=f"model {model.name}")
     budget = facts.ram_budget(io_bytes, stack_bytes)
     if budget is not None and plan.peak_ram > budget:
         least = feasible_plan(graph, "min_ram").peak_ram
@@ -398,6 +405,9 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         "board_flash": facts.flash, "flash_region": facts.flash_region,
         "weight_bytes": int(weight_bytes), "board": board, "f_cpu": f_cpu,
         "weights_section": options.weights_section, "weights_size": options.weights_size,
+        # codegen/flash.py: constant data (of which in MSF_WEIGHTS) counted, code estimated
+        "flash_data_bytes": needs.data, "flash_weights_bytes": needs.weights,
+        "flash_code_bytes": needs.code,
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
         "output_bytes": model.output_bytes(),
@@ -412,7 +422,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
                  **({"stack_deepest_edge": stack.edge,
                      "stack_deepest_path": [list(p) for p in stack.path]} if stack else {}),
                  **{k: summary[k] for k in ("reference_crc32", "board", "f_cpu",
-                                            "weight_bytes")}}
+                                            "weight_bytes", "flash_data_bytes",
+                                            "flash_code_bytes")}}
     _write_if_changed(root / "plan.json", json.dumps(plan_json, indent=2) + "\n")
     return summary
 
