@@ -474,7 +474,7 @@ def dispatch_sets(model: Model, plan: Plan) -> tuple[set, set, set, set]:
     ops, executors, heads, called = set(), set(), set(), set()
     for e in plan.blocks:
         first = model.layers[e.first]
-        if first.op in CALLED:
+        if _called(model, e):
             called.add(first.op)
             continue
         n, _ = block_shape(model, e)
