@@ -213,12 +213,14 @@ def units(core: str, tmp: Path, files: list[Path], jobs: int) -> None:
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tflm", type=Path, help="TFLite Micro checkout")
-    ap.add_argument("--models", type=Path, required=True, help="folder of .tflite files")
+    ap.add_argument("--models", type=Path, help="folder of .tflite files")
     ap.add_argument("--zoo", nargs="*", help="also these zoo models (none named: the zoo's)")
     ap.add_argument("--board", default="qemu_f412zg")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--units", action="store_true", help="the code of every runtime file")
     args = ap.parse_args(argv)
+    if args.models is None and args.zoo is None:
+        raise SystemExit("--models DIR or --zoo is needed")
     if args.units:
         with tempfile.TemporaryDirectory() as tmp:
             core = str(Path(tmp) / "core")
@@ -234,8 +236,9 @@ def main(argv=None) -> int:
         root = Path(shutil.which("arm-none-eabi-gcc")).parent
         subprocess.run([*MAKE, f"TARGET_TOOLCHAIN_ROOT={root}/", f"-j{args.jobs}"],
                        cwd=args.tflm, check=True)
-    files = [args.models / f for f in BENCHMARKS if (args.models / f).is_file()] or \
-        sorted(args.models.glob("*.tflite"))
+    files = [] if args.models is None else (
+        [args.models / f for f in BENCHMARKS if (args.models / f).is_file()] or
+        sorted(args.models.glob("*.tflite")))
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         if args.zoo is not None:
@@ -243,6 +246,7 @@ def main(argv=None) -> int:
             for name in args.zoo or zoo_names():
                 export_tflite(quantized_model(name), tmp / f"{name}.tflite")
                 files.append(tmp / f"{name}.tflite")
+        ops = [", ".join(builtin_ops(p)) for p in files]      # before the exports go
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         with ThreadPoolExecutor(args.jobs) as pool:
@@ -252,14 +256,13 @@ def main(argv=None) -> int:
           "msf-pio data B (counted) | msf-pio stack B (predicted) | TFLM code B | TFLM data B | "
           "TFLM flatbuffer B | code msf-pio / TFLM | code + data msf-pio / TFLM (+ flatbuffer) |")
     print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for path, (plan, size), t in zip(files, mine, theirs):
-        ops = ", ".join(builtin_ops(path))
+    for path, op_names, (plan, size), t in zip(files, ops, mine, theirs):
         if isinstance(size, str):
-            print(f"| {path.name} | {ops} | error: {size} | | | | {t['code']:,} | "
+            print(f"| {path.name} | {op_names} | error: {size} | | | | {t['code']:,} | "
                   f"{t['data']:,} | {t['model']:,} | | |")
             continue
         total, their_total = size["code"] + size["data"], t["code"] + t["data"] + t["model"]
-        print(f"| {path.name} | {ops} | {plan} | {size['code']:,} ({size['est_code']:,}) | "
+        print(f"| {path.name} | {op_names} | {plan} | {size['code']:,} ({size['est_code']:,}) | "
               f"{size['data']:,} ({size['est_data']:,}) | {size['stack']} | "
               f"{t['code']:,} | {t['data']:,} | {t['model']:,} | "
               f"{size['code'] / t['code']:.2f} | {total / their_total:.2f} |", flush=True)
