@@ -96,8 +96,9 @@ LINKED = re.compile(r"^ \.(text|rodata)\S*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+\
 def assert_flash_is_the_linked_firmwares(project, board, summary):
     """The build's flash figures (codegen/flash.py, checked against the board's flash before
     compiling) against the link map: the constant data counted within 1% of the .rodata the
-    runtime and the generated model keep, the code estimated at or above their .text and
-    within half of it again (only the model's kernels and executors are linked)."""
+    runtime and the generated model keep, the code estimated at or above their .text and below
+    1.75x it (only the model's kernels and executors are linked; the estimate counts their
+    files whole, at the largest size over three instruction sets)."""
     text = (project / ".pio" / "build" / board / "firmware.map").read_text()
     text = text[text.index("Linker script and memory map"):]    # not the discarded sections
     linked = {"text": 0, "rodata": 0}
@@ -107,7 +108,7 @@ def assert_flash_is_the_linked_firmwares(project, board, summary):
             linked[kind] += int(size, 16)
     data, code = summary["flash_data_bytes"], summary["flash_code_bytes"]
     assert abs(data - linked["rodata"]) <= 0.01 * linked["rodata"], (board, data, linked)
-    assert linked["text"] <= code <= 1.5 * linked["text"], (board, code, linked)
+    assert linked["text"] <= code <= 1.75 * linked["text"], (board, code, linked)
 
 
 def assert_demo_output_is_documented(project, board, code, out):
