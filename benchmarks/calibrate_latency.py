@@ -7,7 +7,7 @@ instructions-per-count coefficients of latency.FEATURES by non-negative least sq
 relative errors. Writes msf_pio/fusion/latency_profiles.json and prints the fit's residuals.
 
 Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]
-     (all five boards, 43 runs each)
+     (all five boards, 57 runs each)
 """
 from __future__ import annotations
 
@@ -22,11 +22,14 @@ from pathlib import Path
 import numpy as np
 import yaml
 
-from kernel_instructions import project_for, run
-from msf_pio.fusion import latency
-from msf_pio.fusion.planner import plan_model
-from msf_pio.model import load_model
-from msf_pio.pio import bootstrap
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's, and tests/
+
+from kernel_instructions import project_for, run  # noqa: E402
+from msf_pio.fusion import latency  # noqa: E402
+from msf_pio.fusion.planner import plan_model  # noqa: E402
+from msf_pio.model import load_model  # noqa: E402
+from msf_pio.pio import bootstrap  # noqa: E402
+from tests.tflite_builder import streaming_net  # noqa: E402
 
 BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_esp32s3")
 IR = {"op": "inverted_residual"}
@@ -54,7 +57,13 @@ MODELS = {
     "pw64-24-odd": ([7, 7, 64], [{"op": "pointwise", "out": 24}]),
     "pw24-120": ([6, 6, 24], [{"op": "pointwise", "out": 120}]),
     "pw96-96": ([5, 5, 96], [{"op": "pointwise", "out": 96}]),
+    # pointwise over many input channels in blocks of three pixels (MobileNet's deep layers)
+    "pw128-128": ([6, 6, 128], [{"op": "pointwise", "out": 128}]),
+    "pw64-64": ([9, 6, 64], [{"op": "pointwise", "out": 64}]),
     "dw3-s1": ([12, 12, 32], [{"op": "depthwise_conv2d", "kernel": 3}]),
+    # few and many channels: a folded depthwise pixel's own cost apart from its outputs'
+    "dw3-c8": ([24, 24, 8], [{"op": "depthwise_conv2d", "kernel": 3}]),
+    "dw3-c128": ([6, 6, 128], [{"op": "depthwise_conv2d", "kernel": 3}]),
     "dw3-s2": ([16, 16, 32], [{"op": "depthwise_conv2d", "kernel": 3, "stride": 2}]),
     "dw5-s1": ([10, 10, 24], [{"op": "depthwise_conv2d", "kernel": 5}]),
     "dw7-s2": ([14, 14, 24], [{"op": "depthwise_conv2d", "kernel": 7, "stride": 2}]),
@@ -78,10 +87,24 @@ MODELS = {
     "conv-dw-pw": ([13, 6, 4], [{"op": "conv2d", "out": 32, "kernel": 3, "stride": 2},
                                 {"op": "depthwise_conv2d", "kernel": 3},
                                 {"op": "pointwise", "out": 32}]),
+    "pw-dw-pw-c8": ([16, 16, 4], [{"op": "pointwise", "out": 8},
+                                   {"op": "depthwise_conv2d", "kernel": 3},
+                                   {"op": "pointwise", "out": 8}]),
     "ir-head": ([10, 10, 8], [{**IR, "out": 16, "expand": 4, "kernel": 3, "stride": 2},
                               {"op": "pointwise", "out": 32}, {"op": "global_avgpool"},
                               {"op": "dense", "out": 10}]),
+    # the upsampling kernels (whole tensors): transposed convs over few and more input
+    # channels (MACs apart from the per-tap loop), nearest resizes of few and many channels
+    # (the per-pixel copy apart from its bytes)
+    "tconv3-s2": ([8, 8, 8], [{"op": "transpose_conv", "out": 8, "kernel": 3, "stride": 2}]),
+    "tconv4-s2-c16": ([6, 6, 16], [{"op": "transpose_conv", "out": 12, "kernel": 4,
+                                    "stride": 2}]),
+    "resize-c8": ([8, 8, 8], [{"op": "resize_nearest"}]),
+    "resize3-c32": ([6, 6, 32], [{"op": "resize_nearest", "scale": 3}]),
 }
+# models with no YAML form, as .tflite files: a streaming model's stream and crop layers (bytes
+# moved), its 128 features in rings of 24 new rows
+FILES = {"stream-crop": lambda: streaming_net(1, frame_rows=24, features=128)}
 PLANS = {"vanilla": {"objective": "vanilla"}, "p1:inf": {}, "p1:1.3": {"max_overhead": "1.3"}}
 
 
@@ -108,7 +131,9 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
 
 
 def counts_of(model, plan, dsp: bool) -> dict[str, int]:
-    total: dict[str, int] = {}
+    """The plan's counts, and the first run's restore of a streaming model's state (the
+    firmware times one run, the first)."""
+    total: dict[str, int] = {"copy.bytes": model.state_bytes()}
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
                                         dsp, e.detail.get("g")).items():
@@ -128,10 +153,14 @@ def main(argv=None) -> int:
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
         jobs = []
-        for name, (shape, layers) in MODELS.items():
-            path = tmp / f"{name}.yaml"
-            path.write_text(yaml.safe_dump({"name": name, "input": {"shape": shape},
-                                            "weights": {"random": 1}, "layers": layers}))
+        files = {name: (".tflite", make()) for name, make in FILES.items()}
+        files.update({name: (".yaml", yaml.safe_dump({"name": name, "input": {"shape": shape},
+                                                      "weights": {"random": 1},
+                                                      "layers": layers}).encode())
+                      for name, (shape, layers) in MODELS.items()})
+        for name, (suffix, data) in files.items():
+            path = tmp / f"{name}{suffix}"
+            path.write_bytes(data)
             model = load_model(str(path))
             for label, opts in PLANS.items():
                 if label != "vanilla" and model.n_layers == 1:

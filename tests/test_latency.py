@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from msf_pio.cli import main
 from msf_pio.errors import MsfError
 from msf_pio.codegen import kernel_data
-from msf_pio.fusion import latency, solvers
+from msf_pio.fusion import kernel_counts, latency, solvers
 from msf_pio.fusion.geometry import layer_macs
 from msf_pio.fusion.graph import build_graph
 from msf_pio.model import load_model
@@ -176,40 +176,46 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
     """A single dense convolution's pixels in blocks of three, pairs and lone ones, and the
     taps it expands, against conv2d_s8.h's driver replayed from the layer's stack buffer
     (msf_layer_t.scratch as the generator sets it): output rows in chunks of
-    ((scratch / 2 - 4) / row - kh) / sh + 1 (a multiple of three past three), each chunk's
-    input rows expanded once, its pixels three at a time, then a pair or a lone one."""
+    ((scratch / 2 - 4) / row - kh) / sh + 1 (a multiple of the step past it), each chunk's
+    input rows expanded once, its pixels three at a time in the shape's specialised kernel (the
+    one layer of a model is among kernel_counts.specialised), two at a time in the kernel for
+    any shape (past LIMIT shapes), then a pair or a lone one."""
     path = tmp_path / "m.yaml"
     path.write_text(json.dumps({"name": "m", "input": {"shape": shape}, "weights": {"random": 1},
                                 "layers": [{"op": "conv2d", **conv}]}))
     model = load_model(str(path))
     layer = model.layers[0]
+    assert kernel_counts.specialised(model) == {0}
     cls = latency.kernel_class(layer)
     (kh, kw), (sh, _) = layer.kernel, layer.stride
     oh, ow, cout = layer.out_shape
     row = kw * layer.cin + (kw * layer.cin * sh) % 2
     scratch = kernel_data.scratch_bytes(layer, False)
-    px = {3: 0, 2: 0, 1: 0}
-    taps = 0
-    if (kh + sh) * row > kernel_data.CONV_BUFFER - 4:           # per pixel pair, in parts
-        assert scratch == 2 * kernel_data.CONV_BUFFER
-        px[2], px[1] = oh // 2 * 2, oh % 2
-    else:
-        chunk = ((scratch // 2 - 4) // row - kh) // sh + 1
-        chunk = chunk - chunk % 3 if chunk > 3 else chunk
-        for p in range(0, oh, chunk):
-            q = min(oh, p + chunk)
-            taps += ((q - 1 - p) * sh + kh) * kw * layer.cin
-            r = p + (q - p) // 3 * 3
-            px[3] += r - p
-            px[2] += (q - r) // 2 * 2
-            px[1] += (q - r) % 2
-    counts = latency.edge_counts(model, 0, 0)
     macs = layer_macs(layer)
-    assert counts[f"{cls}.taps"] == taps * ow
-    assert counts[f"{cls}.blocks"] == (px[3] // 3 + px[2] // 2 + px[1]) * ow * -(-cout // 2)
-    assert counts[f"{cls}.macs_triple"] == round(macs * px[3] / oh)
-    assert counts[f"{cls}.macs_pair"] == round(macs * px[2] / oh)
-    assert sum(counts[f"{cls}.macs_{k}"] for k in ("triple", "pair", "single")) == macs
+    for step in (3, 2):
+        px = {3: 0, 2: 0, 1: 0}
+        taps = 0
+        if (kh + sh) * row > kernel_data.CONV_BUFFER - 4:           # per pixel pair, in parts
+            assert scratch == 2 * kernel_data.CONV_BUFFER
+            px[2], px[1] = oh // 2 * 2, oh % 2
+        else:
+            chunk = ((scratch // 2 - 4) // row - kh) // sh + 1
+            chunk = chunk - chunk % step if chunk > step else chunk
+            for p in range(0, oh, chunk):
+                q = min(oh, p + chunk)
+                taps += ((q - 1 - p) * sh + kh) * kw * layer.cin
+                r = p + (q - p) // 3 * 3 if step == 3 else p
+                px[3] += r - p
+                px[2] += (q - r) // 2 * 2
+                px[1] += (q - r) % 2
+        counts = latency.edge_counts(model, 0, 0) if step == 3 else \
+            kernel_counts.spatial_counts(layer, macs, ow, [oh], ow, True, False, special=False)
+        assert counts[f"{cls}.taps"] == taps * ow
+        assert counts[f"{cls}.blocks"] == \
+            (px[3] // 3 + px[2] // 2 + px[1]) * ow * -(-cout // 2)
+        assert counts[f"{cls}.macs_triple"] == round(macs * px[3] / oh)
+        assert counts[f"{cls}.macs_pair"] == round(macs * px[2] / oh)
+        assert sum(counts[f"{cls}.macs_{k}"] for k in ("triple", "pair", "single")) == macs
 
 
 def test_boards_with_dsp_are_the_cortex_m4_and_m7():

@@ -14,12 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..fusion.geometry import layer_macs
+# which layers get a specialised kernel (at most LIMIT shapes per kind): the cost model's choice
+# too (fusion/kernel_counts.py), so that it prices the instance each layer runs
+from ..fusion.kernel_counts import LIMIT, special_key as _key, specialised as chosen  # noqa: F401
 from ..model import ir
-
-# specialised kernels per kind (conv2d, folded depthwise) at most: about 2 KB of code and 0.1 s
-# of compile each; mbv2-w0.35-paper's 15 conv shapes keep 94% of their MACs specialised
-LIMIT = 12
 
 
 @dataclass(frozen=True)
@@ -74,30 +72,6 @@ def conv_shape(layer: ir.Layer, mode: int, act: tuple[int, int],
     (kh, kw), (sh, sw) = layer.kernel, layer.stride
     return ConvShape(kh, kw, layer.cin, sh, sw, layer.pad_left, mode, act == (-128, 127),
                      (cout or layer.cout) % 2 == 0)
-
-
-def _key(layer: ir.Layer):
-    """What a layer's kernel is specialised to, but the requantization mode and clamp (conv2d:
-    window, input channels, strides, left padding, output parity; depthwise: its channels)."""
-    if layer.op == ir.CONV:
-        return ("conv", *layer.kernel, layer.cin, *layer.stride, layer.pad_left,
-                layer.cout % 2)
-    return ("depthwise", layer.cin) if layer.op == ir.DEPTHWISE else None
-
-
-def chosen(model) -> frozenset:
-    """The layers (indices) whose kernels the generator may specialise: per kind, those of the
-    LIMIT keys with the most MACs in the model."""
-    macs: dict = {}
-    for layer in model.layers:
-        key = _key(layer)
-        if key:
-            macs[key] = macs.get(key, 0) + layer_macs(layer)
-    keep = set()
-    for kind in ("conv", "depthwise"):
-        ranked = sorted((k for k in macs if k[0] == kind), key=lambda k: (-macs[k], k))
-        keep |= set(ranked[:LIMIT])
-    return frozenset(i for i, layer in enumerate(model.layers) if _key(layer) in keep)
 
 
 def definitions(shapes) -> list[str]:

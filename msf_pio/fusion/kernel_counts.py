@@ -15,12 +15,17 @@ from functools import lru_cache
 import numpy as np
 
 from ..model import ir
-from .geometry import col_taps
+from .geometry import layer_macs
 
 CONV_BUFFER = 1024     # int16 taps of a conv2d / dense stack buffer at most (MSF_CONV_BUFFER)
 CHUNK_TAPS = 256       # a conv column's chunk of input rows: past 3 pixels, at most this many taps
 DW_WINDOW = 2304       # bytes of a clipped 3x3 window a folded depthwise layer may copy
 CHANNEL_CHUNK = 16     # output channels a window gathered in parts keeps (MSF_CHANNEL_CHUNK)
+# specialised kernels per kind (conv2d, folded depthwise) at most, which codegen/specialise.py
+# emits: about 2 KB of code and 0.1 s of compile each; mbv2-w0.35-paper's 15 conv shapes keep
+# 94% of their MACs specialised. The other layers run the kernel for any shape (conv: pixels in
+# pairs, no blocks of three), which the counts below follow.
+LIMIT = 12
 
 # feature names: <kernel class>.<count>
 FEATURES = (
@@ -29,24 +34,53 @@ FEATURES = (
     "conv.macs_triple", "conv.macs_pair", "conv.macs_single", "conv.outputs", "conv.blocks",
     "conv.taps", "conv.parts",
     "depthwise.macs", "depthwise.macs_folded", "depthwise.pad_taps", "depthwise.copies",
-    "depthwise.outputs",
+    "depthwise.outputs", "depthwise.outputs_any", "depthwise.pixels", "depthwise.copy_rows",
     "add.outputs", "max_pool.macs", "max_pool.outputs", "avg_pool.macs", "avg_pool.outputs",
     "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
+    "transpose_conv.macs", "transpose_conv.taps", "transpose_conv.outputs",
+    "resize.pixels", "resize.outputs", "copy.bytes",
 )
 
 
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == (1, 1) else "conv"
-    if layer.op in ir.PIXEL_OPS or layer.op == ir.RESIZE_NEAREST:
+    if layer.op in ir.PIXEL_OPS:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     if layer.op == ir.TRANSPOSE_CONV:
-        return "depthwise"   # uncalibrated: priced as the other scalar multiply-accumulate loop
+        return "transpose_conv"
+    if layer.op == ir.RESIZE_NEAREST:
+        return "resize"
     # max and average pools apart: an average divides per output (slow on some cores)
     return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MUL: "add",
             ir.MAX_POOL: "max_pool",
             ir.AVG_POOL: "avg_pool", ir.GLOBAL_AVGPOOL: "global_avgpool",
             ir.DENSE: "dense"}[layer.op]
+
+
+def special_key(layer: ir.Layer):
+    """What a layer's kernel is specialised to, but the requantization mode and clamp (conv2d:
+    window, input channels, strides, left padding, output parity; depthwise: its channels)."""
+    if layer.op == ir.CONV:
+        return ("conv", *layer.kernel, layer.cin, *layer.stride, layer.pad_left,
+                layer.cout % 2)
+    return ("depthwise", layer.cin) if layer.op == ir.DEPTHWISE else None
+
+
+def specialised(model) -> frozenset:
+    """The layers (indices) whose kernels the generator may specialise: per kind, those of the
+    LIMIT keys with the most MACs in the model (a conv2d whose windows fit the buffer, a folded
+    depthwise: codegen/generate.py)."""
+    macs: dict = {}
+    for layer in model.layers:
+        key = special_key(layer)
+        if key:
+            macs[key] = macs.get(key, 0) + layer_macs(layer)
+    keep = set()
+    for kind in ("conv", "depthwise"):
+        ranked = sorted((k for k in macs if k[0] == kind), key=lambda k: (-macs[k], k))
+        keep |= set(ranked[:LIMIT])
+    return frozenset(i for i, layer in enumerate(model.layers) if special_key(layer) in keep)
 
 
 # -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------
@@ -78,6 +112,14 @@ def conv_chunk(layer) -> int:
     return p - p % 3 if p > 3 else p          # the kernel's chunks: whole blocks past three
 
 
+def kernel_chunk(layer, special: bool) -> int:
+    """Output pixels per chunk as a kernel instance runs them (msf_conv2d_chunks: from the
+    buffer's bytes, which hold conv_chunk pixels' rows, a multiple of its step past it: three
+    in a specialised kernel, two in the kernel for any shape)."""
+    p, step = conv_chunk(layer), 3 if special else 2
+    return p - p % step if p > step else p
+
+
 def may_fold(layer) -> bool:
     """Whether a depthwise layer's shape allows the folded 3x3 kernel (whether it folds also
     depends on its weights: codegen/kernel_data.folds)."""
@@ -86,19 +128,23 @@ def may_fold(layer) -> bool:
             9 * c <= DW_WINDOW)
 
 
-def conv_calls(layer, rows_per_call: list[int]) -> dict:
+def conv_calls(layer, rows_per_call: list[int], special: bool = True) -> dict:
     """Per column, the conv kernel's pixels in blocks of three, pairs and lone pixels, its inner
     loop set-ups (blocks) and the taps it expands, over calls of the given rows: each call's
-    rows in chunks of conv_chunk, a chunk's input rows expanded once, its pixels three at a
-    time, then a pair or a lone one; a window that does not fit: pairs, gathered in parts."""
+    rows in chunks (kernel_chunk), a chunk's input rows expanded once, its pixels three at a
+    time (`special`: the layer's specialised kernel), then a pair or a lone one; a window that
+    does not fit: pairs, gathered in parts."""
     (kh, kw), sh = layer.kernel, layer.stride[0]
     calls = Counter(rows_per_call)
-    return _conv_calls(kh, kw * layer.cin, sh, conv_fits(layer), conv_chunk(layer),
+    fits = conv_fits(layer)
+    special = special and fits
+    return _conv_calls(kh, kw * layer.cin, sh, fits, kernel_chunk(layer, special), special,
                        tuple(sorted(calls.items())))
 
 
 @lru_cache(maxsize=4096)
-def _conv_calls(kh: int, run: int, sh: int, fits: bool, p: int, calls: tuple) -> dict:
+def _conv_calls(kh: int, run: int, sh: int, fits: bool, p: int, special: bool,
+                calls: tuple) -> dict:
     """conv_calls of a kernel row of `run` taps, for (rows, number of calls) pairs."""
     px = {3: 0, 2: 0, 1: 0}
     taps = 0
@@ -107,6 +153,7 @@ def _conv_calls(kh: int, run: int, sh: int, fits: bool, p: int, calls: tuple) ->
         for m in chunks:
             if fits:
                 taps += ((m - 1) * sh + kh) * run * n
+            if special:
                 px[3] += m // 3 * 3 * n
                 m %= 3
             px[2] += m // 2 * 2 * n
@@ -114,17 +161,33 @@ def _conv_calls(kh: int, run: int, sh: int, fits: bool, p: int, calls: tuple) ->
     return {"px": px, "blocks": px[3] // 3 + px[2] // 2 + px[1], "taps": taps}
 
 
+def copied_columns(layer, cols: int, slots: int | None) -> int:
+    """Of a folded 3x3 depthwise layer's output columns 0..cols-1, those whose windows its
+    kernel copies (msf_dw3x3_line): clipped at the sides, or lying across the wrap of the column
+    ring of `slots` columns it reads (None: a whole tensor, or rows of a line buffer)."""
+    x0 = np.arange(cols) * layer.stride[1] - layer.pad_left
+    kw = layer.kernel_w
+    copied = (x0 < 0) | (x0 + kw > layer.in_shape[1])
+    if slots:
+        copied |= x0 % slots + kw > slots
+    return int(copied.sum())
+
+
 def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int,
-                   whole_input: bool, dsp: bool) -> dict:
+                   whole_input: bool, dsp: bool, special: bool = True,
+                   slots: int | None = None, across: bool = False) -> dict:
     """Counts of a window layer or add computing `cols` columns for calls of the given rows;
-    `whole_input`: it reads a whole tensor (else column rings); `dsp`: the core's SIMD paths
-    (the same counts: the kernels differ per core in their coefficients only)."""
-    del whole_input, dsp
+    `whole_input`: it reads a whole tensor (else column rings of `slots` columns); `dsp`: the
+    core's SIMD paths (the same counts: the kernels differ per core in their coefficients
+    only); `special`: the layer is among the specialised ones (specialised()); `across`: the
+    calls run along rows (a line buffer's depthwise row: the folded kernel for any shape, its
+    windows copied where clipped at the sides)."""
+    del dsp
     cls = kernel_class(layer)
     pixels = sum(rows_per_call) * cols
     counts = {"calls": calls, f"{cls}.outputs": pixels * layer.cout}
     if cls in ("conv", "conv1x1") and pixels:
-        work = conv_calls(layer, rows_per_call)
+        work = conv_calls(layer, rows_per_call, special)
         unit = macs / pixels                      # MACs per pixel, as the layer's average
         px = work["px"]
         counts[f"{cls}.macs_triple"] = round(unit * px[3] * cols)
@@ -136,16 +199,48 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         if cls == "conv" and not conv_fits(layer):  # gathered per pixel pair and channel chunk
             counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
     elif cls == "depthwise" and may_fold(layer):
-        # every tap of every window read, padding ones too; a window clipped at the sides is
-        # copied first (a share of the columns: the layer's), only its new rows down a column
-        clipped = float((col_taps(layer) < layer.kernel_w).mean())
-        rows = min(layer.stride[0], 3)
+        # every tap of every window read, padding ones too; a window clipped at the sides or
+        # across a ring's wrap is copied row by row (msf_dw3x3_line: three slots, input row iy
+        # in slot iy mod 3): down a column the next copied window copies only its new rows,
+        # along a line buffer's row every copied window its three; the kernel for any shape
+        # costs more per output
         counts["depthwise.macs_folded"] = macs
+        counts["depthwise.pixels"] = pixels       # a pixel's pointers, whatever its channels
         counts["depthwise.pad_taps"] = max(0, 9 * layer.cin * pixels - macs)
-        counts["depthwise.copies"] = round(3 * rows * layer.cin * pixels * clipped)
+        if across:
+            share = copied_columns(layer, layer.out_shape[1], None) / layer.out_shape[1]
+            rows = 3 * round(pixels * share)
+        else:
+            down = min(layer.stride[0], 3)
+            rows = sum(3 + (r - 1) * down for r in rows_per_call if r) * \
+                copied_columns(layer, cols, None if whole_input else slots)
+        counts["depthwise.copies"] = 3 * layer.cin * rows      # bytes, and rows: each row's
+        counts["depthwise.copy_rows"] = rows                   # place is looked up apart
+        if across or not special:
+            counts["depthwise.outputs_any"] = pixels * layer.cout
     elif cls != "add":
         counts[f"{cls}.macs"] = macs
     return counts
+
+
+def whole_counts(layer) -> dict[str, int]:
+    """Counts of a layer the generated schedule calls on whole tensors (ir.WHOLE_OPS,
+    ir.UPSAMPLE_OPS), one call: a stream layer copies its input's rows after the kept ones and
+    at the end of the run moves its last rows to the front (stream_s8.c), a crop moves its rows
+    (crop_s8.c); a nearest resize copies every output pixel from the one its index tables pick
+    (resize_nearest_s8.c); a transposed convolution gathers, per output pixel and channel, the
+    taps landing on it (transpose_conv_s8.c: its MACs, a loop set-up per tap and channel, a
+    requantization per output)."""
+    h, w, c = layer.out_shape
+    if layer.op == ir.STREAM:
+        return {"calls": 2, "copy.bytes": (layer.in_shape[0] + layer.state_rows) * w * c}
+    if layer.op == ir.CROP:
+        return {"calls": 1, "copy.bytes": h * w * c}
+    if layer.op == ir.RESIZE_NEAREST:
+        return {"calls": 1, "resize.pixels": h * w, "resize.outputs": h * w * c}
+    macs = layer_macs(layer)
+    return {"calls": 1, "transpose_conv.macs": macs, "transpose_conv.taps": macs // layer.cin,
+            "transpose_conv.outputs": h * w * c}
 
 
 def add(counts: dict[str, int], more: dict) -> dict[str, int]:

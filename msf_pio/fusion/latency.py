@@ -16,7 +16,14 @@ of one layer's kernel calls in kernel_counts.py):
   row of a whole tensor, one tap of a column ring): its set-ups ("runs") weigh most where the
   input channels are few (MLPerf Tiny's 10x4 stem over one channel);
 - kernel calls (one output column of one tile row: window set-up, the executor's descent), one
-  coefficient for every kernel.
+  coefficient for every kernel;
+- which instance of a kernel runs: a layer among the generator's specialised ones (at most
+  kernel_counts.LIMIT shapes per kind) runs its shape's kernel (conv: blocks of three pixels),
+  the others and a line buffer's depthwise rows the kernel for any shape (conv: pairs; folded
+  depthwise: a cost per output of its own); a folded depthwise window lying across the wrap of
+  a column ring is copied, as one clipped at the sides is;
+- the kernels the schedule calls on whole tensors: a transposed convolution's MACs, taps and
+  outputs, a nearest resize's pixels and bytes, a stream or crop layer's bytes moved.
 Per board, a profile holds an instructions-per-count coefficient for each (kernel class, count),
 measured on the emulated boards by benchmarks/calibrate_latency.py (QEMU -icount: instructions,
 so cycles = instructions) and stored in latency_profiles.json beside this file.
@@ -36,7 +43,8 @@ from ..model.ir import Model
 from . import schemes
 from .edge import Edge
 from .geometry import layer_macs
-from .kernel_counts import FEATURES, add, kernel_class, spatial_counts  # noqa: F401
+from .kernel_counts import (FEATURES, add, kernel_class, spatial_counts,  # noqa: F401
+                            specialised, whole_counts)
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 DSP_CPUS = ("cortex-m4", "cortex-m7")      # __ARM_FEATURE_DSP: the kernels' SIMD paths
@@ -54,23 +62,20 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
     counts = head_counts(model, end, last)
     if end < first:
         return counts
-    if layers[first].op in ir.WHOLE_OPS:    # one memcpy kernel call: the bytes it copies are
-        return add(counts, {"calls": 1})     # not priced (no calibrated copy coefficient)
-    # a single upsampling layer (in a line-buffer block: its column kernel per pixel, counted
-    # by the scheme as any spatial layer's)
-    if end == first and layers[first].op == ir.RESIZE_NEAREST:   # a copy, one call
-        return add(counts, {"calls": 1})
-    if end == first and layers[first].op == ir.TRANSPOSE_CONV:   # one call; uncalibrated: its
-        layer = layers[first]           # MACs priced as the other scalar MAC loop's, a depthwise's
-        return add(counts, {"calls": 1, "depthwise.macs": layer_macs(layer),
-                            "depthwise.outputs": int(np.prod(layer.out_shape))})
+    # a whole-tensor op, or an upsampling layer as a single edge: one call of its kernel on
+    # whole tensors (in a line-buffer block its column kernel runs per pixel, counted by the
+    # scheme as any spatial layer's)
+    if layers[first].op in ir.WHOLE_OPS or \
+            (end == first and layers[first].op in ir.UPSAMPLE_OPS):
+        return add(counts, whole_counts(layers[first]))
     stream = _streamed(model, first, last)
     if end == first:                                  # a single spatial layer
         layer = layers[first]
         oh, ow = layer.out_shape[:2]
         tile = oh if not (last > end or stream) else 1    # msf_run_edge's tile_rows
         return add(counts, spatial_counts(layer, layer_macs(layer), ow * (oh // tile),
-                                          [tile] * (oh // tile), ow, True, dsp))
+                                          [tile] * (oh // tile), ow, True, dsp,
+                                          first in specialised(model)))
     e = Edge(first, last, 0, 0, scheme, {} if group is None else {"g": group}, tile_rows)
     return add(counts, schemes.get(scheme).counts(model, e, end, last > end or stream, dsp))
 

@@ -23,7 +23,7 @@ from .. import stream_input
 from ..blocks import Family, block_edges, upsamples
 from ..edge import Edge
 from ..geometry import block_schedule, column_sweep
-from ..kernel_counts import block_counts, spatial_counts
+from ..kernel_counts import block_counts, spatial_counts, specialised
 
 NAME = "h-cache"
 EXECUTOR = "h_cache"          # reference/schemes/h_cache.py, library/src/schemes/h_cache.c
@@ -72,12 +72,13 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
         memo["columns", end, lowest] = column_sweep(model, end, lowest)
     sweep = memo["columns", end, lowest]
     sched, produced = block_schedule(model, end, lowest, tile_rows, sweep), sweep[1]
+    special = specialised(model)
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:
         rows = (sched.row_hi[l + 1] - sched.row_lo[l + 1]).tolist()
         cols = produced[l + 1] + 1
         return spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
-                              cols, whole_input, dsp)
+                              cols, whole_input, dsp, l in special, sched.ring_cols.get(l))
     return of
 
 

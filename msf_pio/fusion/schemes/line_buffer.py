@@ -25,7 +25,7 @@ from .. import stream_input
 from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
 from ..geometry import demand_sweep, rows_macs
-from ..kernel_counts import block_counts, spatial_counts
+from ..kernel_counts import block_counts, spatial_counts, specialised
 
 NAME = "line-buffer"
 EXECUTOR = "line_buffer"      # reference/schemes/line_buffer.py, library/src/schemes/line_buffer.c
@@ -113,15 +113,18 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
     rows). A ring's slides (memmoves) are not a feature yet: not predicted. `memo`: unused (one
     row sweep per end)."""
     sweep = row_sweep(model, end, lowest)
+    special = specialised(model)
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:
         layer = model.layers[l]
         rows, cols = sweep.rows[l], layer.out_shape[1]
-        # a call per row (the row as the one column of the transposed layer) or per pixel
-        per_call, calls = (cols, 1) if _row_call(layer) and not (l == end and staged) \
-            else (1, cols)
+        # a call per row (the row as the one column of the transposed layer; a depthwise row:
+        # its row kernel) or per pixel
+        by_row = _row_call(layer) and not (l == end and staged)
+        per_call, calls = (cols, 1) if by_row else (1, cols)
         return spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
-                              calls, True, dsp)
+                              calls, True, dsp, l in special,
+                              across=by_row and layer.op == ir.DEPTHWISE)
     return of
 
 
