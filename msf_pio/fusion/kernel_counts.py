@@ -4,8 +4,11 @@ The runtime's cost is linear in a few counts the exact cost model already knows 
 of an edge (latency.py explains them and prices them per board): MACs (for dense convolutions
 of pixels in blocks of three, pairs and lone ones; for a folded depthwise apart), output
 elements, a dense convolution's inner-loop set-ups and expanded taps, a folded depthwise's
-padding taps and copied windows, and kernel calls. Each cache scheme (schemes/) says
-which calls its executor makes of which layers; this module turns a layer's calls into counts.
+pixels, padding taps and copied window rows, and kernel calls, each as the kernel instance the
+layer runs (its shape's specialised kernel or the one for any shape: specialised()); and the
+work of the kernels the schedule calls on whole tensors (whole_counts). Each cache scheme
+(schemes/) says which calls its executor makes of which layers; this module turns a layer's
+calls into counts.
 """
 from __future__ import annotations
 
@@ -218,6 +221,11 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         counts["depthwise.copy_rows"] = rows                   # place is looked up apart
         if across or not special:
             counts["depthwise.outputs_any"] = pixels * layer.cout
+    elif cls == "resize":                         # a pixel's copy (line buffer: a call each)
+        counts["resize.pixels"] = pixels
+    elif cls == "transpose_conv":                 # as the whole-tensor kernel: whole_counts
+        counts["transpose_conv.macs"] = macs
+        counts["transpose_conv.taps"] = macs // layer.cin
     elif cls != "add":
         counts[f"{cls}.macs"] = macs
     return counts
