@@ -371,7 +371,8 @@ def _dsp_program(models) -> str:
     """A bare-metal program that runs the last layer of every model twice, on whole tensors
     (contiguous kernel rows) and on pixels padded by one byte (unaligned loads, per column,
     requantized without the accumulator bound), and prints each output in hex."""
-    decls, body = ['#include <stdio.h>\n#include "msf/runtime.h"\n'], []
+    # generate.c_weights / c_channels place the arrays with MSF_WEIGHTS (no section here)
+    decls, body = ['#include <stdio.h>\n#include "msf/runtime.h"\n#define MSF_WEIGHTS\n'], []
     for n, (model, tensors) in enumerate(models):
         i = model.n_layers - 1
         layer = model.layers[i]
