@@ -27,34 +27,34 @@ def test_fast_output_is_tflites_requantization():
 
 
 def test_specialised_kernels_are_few_and_the_heaviest():
-    """The generator specialises at most specialise.LIMIT kernels per kind, shared by the layers
+    """The generator specialises at most LIMIT kernels per kind, shared by the layers
     of one shape (any output channel count), and those of the shapes with the most MACs: a
     MobileNetV2 of more conv shapes than that (mbv2-w0.35-paper) keeps LIMIT of them; its
     generated C defines one kernel per kept shape and mode, and only its layers use them."""
-    from msf_pio.codegen import specialise
+    from msf_pio.fusion.kernel_counts import LIMIT, special_key, specialised
     from msf_pio.codegen.generate import generate
     from msf_pio.fusion.geometry import layer_macs
     from msf_pio.fusion.planner import plan_model
     from msf_pio.verify import quantized_model
 
     model = quantized_model("mbv2-w0.35-paper")
-    keep = specialise.chosen(model)
+    keep = specialised(model)
     macs: dict = {}
     for layer in model.layers:
-        if specialise._key(layer):
-            macs[specialise._key(layer)] = macs.get(specialise._key(layer), 0) + \
+        if special_key(layer):
+            macs[special_key(layer)] = macs.get(special_key(layer), 0) + \
                 layer_macs(layer)
-    kept = {specialise._key(model.layers[i]) for i in keep}
+    kept = {special_key(model.layers[i]) for i in keep}
     for kind in ("conv", "depthwise"):
         mine = {k for k in macs if k[0] == kind}
-        assert len(kept & mine) == min(len(mine), specialise.LIMIT), kind
+        assert len(kept & mine) == min(len(mine), LIMIT), kind
         assert min(macs[k] for k in kept & mine) >= max((macs[k] for k in mine - kept),
                                                         default=0), kind
-    assert len({k for k in macs if k[0] == "conv"}) > specialise.LIMIT
+    assert len({k for k in macs if k[0] == "conv"}) > LIMIT
     source = generate(model, plan_model(model, "vanilla")[0]).source
     defined = [line for line in source.splitlines() if line.startswith("MSF_")
                and "_KERNEL(" in line]
-    assert 0 < len(defined) <= 2 * specialise.LIMIT
+    assert 0 < len(defined) <= 2 * LIMIT
     used = {line.split(".column = ")[1].split(",")[0] for line in source.splitlines()
             if ".column = " in line}
     assert used == {line.split("(")[1].split(",")[0] for line in defined}

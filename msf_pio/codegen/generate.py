@@ -13,6 +13,7 @@ import numpy as np
 from .. import numerics
 from ..errors import MsfError
 from ..fusion import schemes
+from ..fusion.kernel_counts import specialised
 from ..fusion.plan import Plan
 from ..model import ir
 from ..model.ir import Model
@@ -90,9 +91,10 @@ def _layer_params(model: Model, i: int, keep: frozenset = frozenset(), cout: int
                   own_weights: bool = True, own_channels: bool = True
                   ) -> tuple[list[str], dict, list]:
     """Constant arrays, the initializer fields of layer i and the specialised kernel shapes it
-    uses (if i is in `keep`, specialise.chosen; cout: of a channel-split group's first cout
-    channels). own_weights / own_channels False: its weights / channel records live in its
-    edge's own arrays only (_regrouped_layers), the table's pointer is null."""
+    uses (if i is in `keep`, kernel_counts.specialised, the choice the cost model prices too;
+    cout: of a channel-split group's first cout channels). own_weights / own_channels False:
+    its weights / channel records live in its edge's own arrays only (_regrouped_layers), the
+    table's pointer is null."""
     layer = model.layers[i]
     rq = numerics.requantization(model, i)
     arrays, f, shapes = [], {}, []
@@ -284,7 +286,7 @@ def _split_groups(model: Model, k: int, e) -> tuple[list[str], dict, list]:
     E, D, P = model.layers[i:i + 3]
     n = E.cout // g
     per_group = lambda w: np.concatenate([w[..., j * g:(j + 1) * g] for j in range(n)])
-    keep = specialise.chosen(model)
+    keep = specialised(model)
     (_, fe, _), (_, fd, _), (_, fp, _) = (_layer_params(model, l, keep, g if l < i + 2 else None)
                                           for l in range(i, i + 3))   # the project: cout
     weights = {"e": [], "d": []}
@@ -357,7 +359,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
                        source=model.source or model.name)
     arrays, layer_inits, shapes = [], [], []
     regrouped = _regrouped_layers(plan)
-    keep = specialise.chosen(model)
+    keep = specialised(model)
     for i in range(model.n_layers):
         a, f, sh = _layer_params(model, i, keep, own_weights=i not in regrouped,
                                  own_channels=regrouped.get(i, True))

@@ -5,18 +5,16 @@ for each distinct shape of the model's conv2d and folded 3x3 depthwise layers th
 instantiates them with the shape as constants (MSF_CONV2D_KERNEL, MSF_DW3X3_KERNEL: loops of
 known counts unrolled, offsets immediate), each a whole kernel that calls nothing back through
 a pointer (the stack predictor follows its calls), and points the layers of that shape at it
-(msf_layer_t.column). Layers of one shape share it, so a
-network of repeated blocks pays for each kernel once; past LIMIT shapes of a kind, the layers
-of the shapes with the fewest MACs keep the kernel for any shape (compile time and flash stay
-bounded however varied the network).
+(msf_layer_t.column). Layers of one shape share it, so a network of repeated blocks pays for
+each kernel once; past kernel_counts.LIMIT shapes of a kind, the layers of the shapes with the
+fewest MACs keep the kernel for any shape (compile time and flash stay bounded however varied
+the network). Which layers are specialised is fusion/kernel_counts.specialised, read by the
+generator and by the cost model, which prices the instance each layer runs.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-# which layers get a specialised kernel (at most LIMIT shapes per kind): the cost model's choice
-# too (fusion/kernel_counts.py), so that it prices the instance each layer runs
-from ..fusion.kernel_counts import LIMIT, special_key as _key, specialised as chosen  # noqa: F401
 from ..model import ir
 
 
