@@ -23,6 +23,7 @@ Run: python benchmarks/kernel_instructions.py [--boards qemu_f767zi,...] [--shap
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import sys
 import tempfile
@@ -95,7 +96,15 @@ def run(core, project: Path, board: str):
     if fields.get("status") != "ok" or fields.get("crc") != fields.get("crc_ref"):
         return None, lines[0]
     fields["edges"] = [int(c) for _, c in sorted((int(k), c) for k, c in EDGE.findall(out))]
+    fields["stack_pred"] = predicted_stack(project, board)
     return fields, None
+
+
+def predicted_stack(project: Path, board: str) -> str:
+    """The build's predicted stack (codegen/stack.py, for the shipped firmwares' call paths;
+    the board's profile), from its plan.json; '-' for a board with no profile."""
+    plan = project / ".pio" / "build" / board / "msf_generated" / "plan.json"
+    return str(json.loads(plan.read_text()).get("predicted_stack_bytes", "-"))
 
 
 def project_for(tmp: Path, tag: str, board: str, profile: bool = False, **options) -> Path:

@@ -62,15 +62,15 @@ def run_grid(argv, description: str, build_and_run) -> list:
 def main(argv=None) -> int:
     results = run_grid(argv, __doc__.splitlines()[0], build_and_run)
     print("| model | board | plan | arena B | MACs | measured instructions | predicted | "
-          "pred / meas |")
-    print("|---|---|---|---:|---:|---:|---:|---:|")
+          "pred / meas | stack B measured / predicted |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|")
     worst, unfit = None, 0
     for (name, board, label), (r, error) in results:
         if r is None:
             fits = not any(w in error for w in ("infeasible", "overflow", "will not fit"))
             unfit += not fits
             print(f"| {name} | {board} | {label} | "
-                  f"{'error: ' + error[:90] if fits else 'does not fit the board'} |||||")
+                  f"{'error: ' + error[:90] if fits else 'does not fit the board'} ||||||")
             continue
         opts = dict(PLANS)[label]
         plan, _ = plan_model(name, opts.get("objective", "min_ram"),
@@ -82,7 +82,8 @@ def main(argv=None) -> int:
             worst = (error_rel, name, board, label)
         print(f"| {name} | {board} | {r['plan']} | {r['arena']} | {int(r['macs']):,} | "
               f"{measured:,} | {predicted:,} | {predicted / measured:.3f}"
-              f"{'' if same else ' (solver plan differs from the build)'} |", flush=True)
+              f"{'' if same else ' (solver plan differs from the build)'} | "
+              f"{r['stack']} / {r['stack_pred']} |", flush=True)
     if worst:
         print(f"\nworst relative error {worst[0]:+.3f} ({worst[1]}, {worst[2]}, {worst[3]}); "
               f"{unfit} runs do not fit their board")

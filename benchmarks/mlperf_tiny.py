@@ -120,7 +120,7 @@ def main(argv=None) -> int:
             label: tflm_bytes(Path(model)) for _, label, model in entries
             if model.endswith(".tflite")}
     print("| model | board | plan | instructions | X-CUBE-AI cycles | ratio | bit-exact "
-          "(board CRC, TFLM) | stack B | code B | data B |")
+          "(board CRC, TFLM) | stack B measured / predicted | code B | data B |")
     print("|---|---|---|---:|---:|---:|---|---:|---:|---:|")
     for ((bench, label, _), board), plan, r, error, size in results:
         cycles = round(MODELS[bench][2] * 1e-3 * XCUBE_HZ)
@@ -129,7 +129,7 @@ def main(argv=None) -> int:
             continue
         inst = int(r["cycles"])
         print(f"| {label} | {board} | {plan} | {inst:,} | {cycles:,} | {inst / cycles:.3f} | "
-              f"{r['status']}, {exact.get(label, '-')} | {r.get('stack', '-')} | "
+              f"{r['status']}, {exact.get(label, '-')} | {r['stack']} / {r['stack_pred']} | "
               f"{size['code']:,} | {size['data']:,} |", flush=True)
     return 0
 

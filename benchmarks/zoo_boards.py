@@ -1,7 +1,7 @@
 """The zoo's large models (zoo/large: MobileNetV3-Small and EfficientNet-lite0 at 96 and 224,
 the SSDLite detector with six outputs) built with PlatformIO for an emulated board and run in
-QEMU through the demo firmware (`msf-pio demo --model NAME`): the measured arena against the
-predicted one, the output's CRC against the host reference's, the cycles; a model the board
+QEMU through the demo firmware (`msf-pio demo --model NAME`): the measured arena and stack
+against the predicted ones, the output's CRC against the host reference's, the cycles; a model the board
 cannot hold is the build's one-line reason (its weights against the board's flash).
 
 --flash BYTES widens the emulated board's flash as a user would (`board_upload.maximum_size`
@@ -45,9 +45,9 @@ def main() -> int:
     ap.add_argument("--objective", default="min_ram", help="custom_msf_objective")
     ap.add_argument("--max-overhead", default="inf", help="custom_msf_max_overhead (P1's Fmax)")
     args = ap.parse_args()
-    print("| model | plan | arena measured | predicted | cycles | predicted cycles | output CRC | "
-          "status |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| model | plan | arena measured | predicted | stack measured | predicted | cycles | "
+          "predicted cycles | output CRC | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     core = bootstrap.core_dir()
     bootstrap.install_tool_scons(core, log=lambda _m: None)
     for name in args.models:
@@ -66,7 +66,7 @@ def main() -> int:
         if code or not lines:
             reason = next((l for l in out.splitlines() if l.startswith("msf-pio: error")),
                           out.strip().splitlines()[-1] if out.strip() else "")
-            print(f"| {name} | | | | | | | not built: {reason[:200]} |", flush=True)
+            print(f"| {name} | | | | | | | | | not built: {reason[:200]} |", flush=True)
             continue
         f = dict(FIELD.findall(lines[0]))
         record = monitor.parse_lines(out.splitlines())[0]
@@ -77,6 +77,7 @@ def main() -> int:
         predicted = monitor.predicted_cycles(record, plan)
         error = f" ({record['cycles'] / predicted - 1:+.1%})" if predicted else ""
         print(f"| {name} | {f.get('plan')} | {f.get('arena')} | {f.get('arena_pred')} | "
+              f"{f.get('stack')} | {plan.get('predicted_stack_bytes', '-')} | "
               f"{f.get('cycles')} | {predicted}{error} | {crc} | {status} |", flush=True)
     return 0
 
