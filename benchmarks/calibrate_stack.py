@@ -12,6 +12,14 @@ graphs are merged (largest frame, every call) and stored with the library's comp
 msf_pio/codegen/stack_profiles.json; tests/test_stack.py compiles the runtime again with
 those flags and fails when the stored frames or calls are stale.
 
+A firmware links only the kernels its plan runs (the generated model's own dispatch replaces
+the runtime's weak every-op one), so the calibration covers every kernel and executor itself:
+the runtime's weak dispatch joins the model's in the graph, every entry point a model may
+reach is linked (--undefined), so their library calls are in the disassembly, and the
+schedule's whole-tensor kernels are roots; a runtime function or a call missing from the
+graph stops the calibration. The generator's specialised kernels are compiled for a range of
+shapes (KERNEL_SHAPES): each form is stored as one function at its largest frame.
+
 Run: python benchmarks/calibrate_stack.py [--boards a,b] [--jobs 2]     (~1 min per board)
      python benchmarks/calibrate_stack.py --boards hifive1-revb,nucleo_f412zg,... --real DIR
      (DIR: the folder with pkgs/ that scripts/real_boards.py reads)
@@ -39,7 +47,8 @@ BOARDS = ("qemu_f767zi", "qemu_f412zg", "qemu_hifive1b", "qemu_esp32c3", "qemu_e
 MANIFESTS = REPO / "msf_pio" / "pio" / "platform" / "boards"
 TEMPLATE_MAIN = REPO / "msf_pio" / "pio" / "template" / "main.c"
 MODEL = "tiny"      # the runtime's frames do not depend on the model; the generated entry's
-                    # do not either (a straight sequence of calls): the smallest model builds fast
+                    # do not either (a straight sequence of calls): the smallest model builds
+                    # fast, and every kernel is linked whatever the model runs (every_entry)
 VARIANTS = {        # name -> (custom_msf_* options, main.c or None for the demo's, pio test)
     "demo": ({"output": "stream", "input": "buffer"}, None, False),
     "demo-stream-input": ({"output": "buffer", "input": "stream"}, None, False),
@@ -80,6 +89,19 @@ def unit_of(path: str) -> str:
     return p.stem if p.parent.name == "schemes" and p.suffix == ".c" else ""
 
 
+def every_entry() -> list[str]:
+    """The runtime's entry points a model may reach: what its two dispatch templates call under
+    an op's or a scheme's bit (library/src/edge.h, executor.h) and the schedule's whole-tensor
+    kernels."""
+    names = set(stack.WHOLE_KERNELS)
+    for header, template in (("edge.h", "msf_layer_column_of"), ("executor.h", "msf_run_edge_of")):
+        text = (RUNTIME / header).read_text()
+        body = text[text.index(f"void {template}("):]
+        names |= set(re.findall(r"if \((?:ops|schemes|heads) & [^{]*\{\s+(\w+)\(",
+                                body[:body.index("\n}\n")]))
+    return sorted(names)
+
+
 def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | None):
     options, main, test = VARIANTS[variant]
     project = make_project(tmp / f"{board}-{variant}", model=MODEL, **options)
@@ -94,7 +116,10 @@ def build_variant(core, tmp: Path, board: str, variant: str, packages: Path | No
     if main:
         (project / "src" / "main.c").write_text(main.read_text())
     ini = project / "platformio.ini"
-    ini.write_text(ini.read_text() + "\n[env]\nbuild_flags = -fcallgraph-info=su\n")
+    # every kernel and executor linked, whatever the calibration model runs: the disassembly
+    # then holds the library functions (libgcc's, the C library's) any of them calls
+    keep = " ".join(f"-Wl,--undefined={name}" for name in every_entry())
+    ini.write_text(ini.read_text() + f"\n[env]\nbuild_flags = -fcallgraph-info=su {keep}\n")
     args = (["test", "-e", board, "--without-uploading", "--without-testing"] if test
             else ["run", "-e", board])
     code, out = pio(core, project, *args)
@@ -132,19 +157,22 @@ def library_flags(core, project: Path, board: str) -> tuple[str, list[str], str]
 
 
 # The shapes whose specialised kernels bound the frame of any (stack.SPECIALISED): windows,
-# input channels, strides, requantization modes and clamps across the zoo's range
-KERNEL_SHAPES = [specialise.ConvShape(kh, kw, cin, s, s, kw // 2, mode, full)
+# input channels, strides, requantization modes, clamps and odd output channel counts across
+# the zoo's range
+KERNEL_SHAPES = [specialise.ConvShape(kh, kw, cin, s, s, kw // 2, mode, full, even)
                  for kh, kw in ((1, 1), (3, 3), (5, 5), (10, 4)) for cin in (1, 3, 8, 16, 64, 256)
                  for s in (1, 2) for mode in (0, 1, 2, 3) for full in (False, True)
+                 for even in (True, False) if even or mode == 3
                  if (kh + s) * kernel_data.conv_row(kw, cin, s) <= kernel_data.CONV_BUFFER - 4] + \
                 [specialise.DepthwiseShape(c, full) for c in (4, 8, 16, 64, 256)
                  for full in (False, True)]
 
 
-def specialised_frame(compiler: str, flags: list[str], tmp: Path) -> int:
-    """The largest frame of the KERNEL_SHAPES' specialised kernels, compiled as the board's
-    generated code is."""
-    src = tmp / "specialised.c"
+def specialised_forms(compiler: str, flags: list[str], tmp: Path) -> dict:
+    """Per form of the generator's specialised kernels (stack.SPECIALISED: the prefix of their
+    names in the generated msf_model.c), the largest frame and every call of the KERNEL_SHAPES'
+    instances, compiled as the board's generated code is: {prefix: Function}."""
+    src = tmp / "msf_model.c"
     names = [s.name for s in KERNEL_SHAPES]
     src.write_text("\n".join([
         '#include "msf/kernels.h"', "", "MSF_KERNEL_SPEED", "",
@@ -153,13 +181,36 @@ def specialised_frame(compiler: str, flags: list[str], tmp: Path) -> int:
         "                         int32_t, int32_t, int32_t, void *);",
         f"const kernel_t msf_kernels[{len(names)}] = {{{', '.join(names)}}};", ""]))
     cmd = [compiler, *[f.replace("{repo}", str(REPO)) for f in flags],
-           f"-I{REPO / 'library' / 'include'}", "-fstack-usage", "-c", str(src),
-           "-o", str(tmp / "specialised.o")]
+           f"-I{REPO / 'library' / 'include'}", "-fcallgraph-info=su", "-c", str(src),
+           "-o", str(tmp / "msf_model.o")]
     subprocess.run(cmd, check=True, capture_output=True, text=True)
-    frames = [int(line.split("\t")[1]) for line in (tmp / "specialised.su").read_text().splitlines()
-              if line.split("\t")[0].rsplit(":", 1)[-1] in names]
-    assert len(frames) == len(names), "a specialised kernel was not compiled"
-    return max(frames)
+    graph = stack_graph.read_callgraph([tmp / "msf_model.ci"])
+
+    def own(name: str) -> tuple[int, set]:
+        """An instance's frame with the deepest chain of the instances it calls in turn (a
+        folded 3x3 depthwise kernel calls its unclamped twin on RV32), and its other calls."""
+        fn, deepest, calls = graph[name], 0, set()
+        for callee in fn.calls:
+            if callee in graph:
+                d, c = own(callee)
+                deepest, calls = max(deepest, d), calls | c
+            else:
+                calls.add(callee)
+        return fn.frame + deepest, calls
+
+    forms = {}
+    for name, fn in graph.items():
+        form = next((p for p in stack.SPECIALISED if name.startswith(p)), None)
+        if form and name.split(":")[-1] in names:
+            f = forms.setdefault(form, stack_graph.Function(0, unit=stack.SPECIALISED[form]))
+            frame, calls = own(name)
+            f.frame = max(f.frame, frame)
+            f.dynamic |= fn.dynamic
+            f.calls |= calls
+    compiled = {n.split(":")[-1] for n in graph}
+    assert set(names) <= compiled and set(forms) == set(stack.SPECIALISED), \
+        "a specialised kernel was not compiled"
+    return forms
 
 
 def arch_and_framework(board: str) -> tuple[str, str]:
@@ -187,17 +238,52 @@ def entry_function(elf: Path, arch: str, linked: dict) -> str:
     return best[1]
 
 
+def every_call(graph: dict) -> None:
+    """The runtime's weak dispatch (edge.c's msf_layer_column, executor.c's msf_run_edge: every
+    op's kernel and every executor) joined to the generated model's definitions of the same
+    functions (only the calibration model's kernels), so the profile holds every call a model
+    can make. GCC titles a weak definition with its file, as a static one; the calls name it
+    plainly."""
+    plain = {c for fn in graph.values() for c in fn.calls}
+    for name in [n for n in graph if ":" in n]:
+        base = name.split(":", 1)[1]
+        if base in plain and str(RUNTIME) in graph[name].unit:
+            weak = graph.pop(name)
+            fn = graph.setdefault(base, stack_graph.Function(0, unit=weak.unit))
+            fn.frame = max(fn.frame, weak.frame)
+            fn.dynamic |= weak.dynamic
+            fn.calls |= weak.calls
+
+
 def board_graph(project: Path, board: str):
     arch, framework = arch_and_framework(board)
     build = project / ".pio" / "build" / board
     graph = stack_graph.read_callgraph(sorted(build.rglob("*.ci")))
+    every_call(graph)
+    runtime = {n for n, fn in graph.items() if unit_of(fn.unit) and ":" not in n}
     for fn in graph.values():
         fn.unit = unit_of(fn.unit) if str(RUNTIME) in fn.unit else ""
     interrupts, faults = FRAMEWORKS[framework]
     linked = stack_graph.disassembled_functions(build / "firmware.elf", ARCH[arch][0], arch)
     entry = entry_function(build / "firmware.elf", arch, linked)
     vectors = tuple(faults) + tuple(n for n in linked if VECTOR.search(n))
-    full = stack_graph.complete(graph, linked, [entry, *interrupts], vectors=vectors)
+    # the kernels the generated schedule calls itself, whether or not this model has their ops
+    whole = [name for name in stack.WHOLE_KERNELS if name in graph]
+    dropped = set()
+    full = stack_graph.complete(graph, linked, [entry, *interrupts, *whole], vectors=vectors,
+                                dropped=dropped)
+    # every kernel and executor a model may run is on the graph, and every call they make
+    # (a library function the calibration firmware did not link would be dropped here)
+    missing = sorted(runtime - set(full))
+    # (a branch to an offset from a non-function symbol is a weak undefined call guarded off:
+    # freedom-e-sdk's start-up to an absent _fini)
+    # (GCC's call graph may name a library call the optimised code does not make: a linked
+    # function's own calls are its disassembly's, every callee of which is linked)
+    lost = sorted(f"{a} -> {b}" for a, b in dropped if re.fullmatch(r"[\w.$]+", b) and
+                  a.split(":")[-1] not in linked)
+    if missing or lost:
+        raise RuntimeError(f"{board}: the calibration firmware does not cover "
+                           f"{', '.join(missing + lost)}")
     return entry, full
 
 
@@ -221,7 +307,20 @@ def calibrate(core, tmp: Path, board: str, jobs: int, packages: Path | None = No
                              text=True).stdout.split("\n")[0]
     align, interrupts = ARCH[arch][1], FRAMEWORKS[framework][0]
     (tmp / board).mkdir(exist_ok=True)
-    specialised = specialised_frame(path, flags, tmp / board)
+    # each form of specialised kernel as one function the generated code calls through its
+    # layers' pointers, at its largest frame and with every call of its instances
+    forms = specialised_forms(path, flags, tmp / board)
+    for name, fn in forms.items():
+        unknown = fn.calls - set(merged)
+        if unknown:
+            raise RuntimeError(f"{board}: {name}* calls {', '.join(sorted(unknown))}, which the "
+                               "calibration firmware does not hold")
+        merged[name] = fn
+        merged[stack.INDIRECT].calls.add(name)
+    for name, fn in merged.items():       # the calibration model's own instances too
+        fn.unit = next((u for p, u in stack.SPECIALISED.items() if name.startswith(p)), fn.unit)
+    stack_graph.check_acyclic(merged)
+    specialised = max(fn.frame for fn in forms.values())
     return {
         "framework": framework,
         "compiler": compiler,

@@ -8,7 +8,8 @@ finds the deepest word written after the run (its model run, the arena measureme
 report). The prediction is the build's own (msf_pio/codegen/stack.py, the board's profile in
 stack_profiles.json), read from its plan.json. The builds also compile with -fstack-usage, and
 the generated model's frames are checked against the profile's (the profile was calibrated on
-one model; a model whose generated code took a larger frame would be flagged here).
+one model; a model whose generated code took a larger frame than the profile holds for it, or
+for its form of specialised kernel, would be flagged here).
 
 Prints one row per run, the smallest margin and the count of runs over their prediction; exits
 1 if any.
@@ -41,7 +42,8 @@ def generated_frames_within(project: Path, board: str) -> list[str]:
         for _, _, name, size, _ in SU_LINE.findall(su.read_text()):
             name = name.split(".")[0] if "." in name and not name.startswith(".") else name
             known = [f["frame"] for n, f in prof.items()
-                     if n.split(":")[-1].split(".")[0] == name]
+                     if n.split(":")[-1].split(".")[0] == name or
+                     n in stack.SPECIALISED and name.startswith(n.split(":")[-1])]
             if known and int(size) > max(known):
                 over.append(f"{name} {size} > {max(known)}")
     return over

@@ -11,9 +11,15 @@ scheme's executor: a function of library/src/kernels/<op>_s8.c or library/src/sc
 variable-length arrays (one slot per layer of the block) are bounded here from the block's
 layer count, as the C declares them (VLAS); the kernels' stack buffers from the shapes of the
 edge's layers, as the generator sizes them (SCRATCH). The generated code's specialised kernels
-count the largest frame the calibration found over a range of shapes (SPECIALISED). Not
-covered: a firmware of the user's own deeper than the shipped ones, and its own interrupt
-handlers.
+count the largest frame the calibration found over a range of shapes (SPECIALISED). The
+kernels the generated schedule calls itself on whole tensors (stream, crop, upsampling:
+WHOLE_KERNELS) are in every profile, called from the schedule's function (the one calling
+msf_run_edge) whatever model the calibration built: a whole-tensor edge runs its kernel, never
+msf_run_edge, and every other edge the reverse. A profile holds every kernel and executor
+whatever model it was calibrated with (benchmarks/calibrate_stack.py links them all); one that
+lacks the code an edge runs (calibrated before that kernel was) is refused in one line, never
+counted short. Not covered: a firmware of the user's own deeper than the shipped ones, and its
+own interrupt handlers.
 """
 from __future__ import annotations
 
@@ -22,10 +28,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from ..errors import MsfError
 from ..fusion import schemes
 from ..model import ir
 from . import kernel_data
-from .generate import block_shape
+from .generate import CALLED, _called, block_shape
 
 PROFILES = Path(__file__).with_name("stack_profiles.json")
 INDIRECT = "__indirect_call"
@@ -74,10 +81,18 @@ SCRATCH = {
     "msf_dense": (ir.DENSE,),
     "depthwise_conv2d_s8.c:dw3x3_line": (ir.DEPTHWISE,),
 }
-# The generated code's specialised kernels (codegen/specialise.py): their frames depend on the
-# shape, so each counts as the largest the calibration compiled for a range of shapes
-# (the profile's "specialised"), whatever the shapes of the firmware calibrated
-SPECIALISED = ("msf_model.c:msf_conv_", "msf_model.c:msf_dw3x3_")
+# The generated code's specialised kernels (codegen/specialise.py), by the prefix of their
+# names, and the op's unit they serve: their frames depend on the shape, so each counts as the
+# largest the calibration compiled for a range of shapes (the profile's "specialised"), whatever
+# the shapes of the firmware calibrated; the profile holds each form as one function of that
+# name (its largest frame, every call)
+SPECIALISED = {"msf_model.c:msf_conv_": "conv2d",
+               "msf_model.c:msf_dw3x3_": "depthwise_conv2d"}
+# The kernels the generated schedule (msf_model_execute) calls itself: an edge of one whole-tensor
+# op (generate.CALLED), and at the end of a streaming model's run its rings' keep
+CALLED_KERNELS = tuple(CALLED.values())
+WHOLE_KERNELS = (*CALLED_KERNELS, "msf_stream_keep")
+SCHEDULE_CALLS = "msf_run_edge"       # what the schedule's function calls for every other edge
 
 
 def edge_scratch(model, e, sizes: list[int]) -> tuple:
@@ -121,7 +136,9 @@ def _round(size: int, align: int) -> int:
 def executor(model, e) -> str:
     """The executor (library/src/schemes/<executor>.c, the file's profile unit) edge e runs
     in: its scheme's; a single spatial layer's, the H-cache's; none for a single head layer
-    (msf_run_edge runs it)."""
+    (msf_run_edge runs it), nor for a whole-tensor op (the schedule calls its kernel)."""
+    if _called(model, e):
+        return ""
     if e.fused:
         return schemes.get(e.scheme).EXECUTOR
     return schemes.h_cache.EXECUTOR if block_shape(model, e)[0] else ""
@@ -136,21 +153,36 @@ def edge_units(model, e) -> frozenset:
 
 class _Graph:
     def __init__(self, prof: dict):
-        self.functions = prof["functions"]
+        self.functions = dict(prof["functions"])
+        whole = [k for k in WHOLE_KERNELS if k in self.functions]
+        self.schedule = set()
+        for name, fn in prof["functions"].items():      # the schedule may call them all
+            if SCHEDULE_CALLS in fn["calls"]:
+                self.functions[name] = {**fn, "calls": sorted(set(fn["calls"]) | set(whole))}
+                self.schedule.add(name)
         self.align = int(prof["stack_align"])
         self.entry = prof["entry"]
         self.interrupts = prof.get("interrupts", {})
         self.specialised = int(prof.get("specialised", 0))
 
+    def _other_way(self, name: str, callee: str, whole: bool) -> bool:
+        """Whether the schedule's function (name) runs the edge otherwise than through callee:
+        a whole-tensor edge by calling its kernel, never msf_run_edge; any other edge through
+        msf_run_edge, never a whole-tensor kernel."""
+        return name in self.schedule and callee in ((SCHEDULE_CALLS,) if whole
+                                                    else CALLED_KERNELS)
+
     @lru_cache(maxsize=None)
     def deepest(self, name: str, units: frozenset, executor: str, n: int,
-                nesting: int = 0, scratch: tuple = ()) -> tuple[int, tuple]:
+                nesting: int = 0, scratch: tuple = (), whole: bool = False) -> tuple[int, tuple]:
         """(bytes, path) of the deepest call path from `name` for an edge of these units, under
-        `nesting` calls through pointers; scratch: edge_scratch's (function, bytes)."""
+        `nesting` calls through pointers; scratch: edge_scratch's (function, bytes); whole: an
+        edge the schedule runs by calling its kernel (not msf_run_edge)."""
         fn = self.functions[name]
         frame = fn["frame"]
-        if name.startswith(SPECIALISED):
-            frame = max(frame, self.specialised)
+        form = next((p for p in SPECIALISED if name.startswith(p)), None)
+        if form:                                # its form's largest frame
+            frame = max(frame, self.functions.get(form, {}).get("frame", self.specialised))
         if name in SCRATCH:
             frame += _round(kernel_data.padded(dict(scratch).get(name, 0), 4), self.align)
         elif name in VLAS and executor in VLAS[name][0]:
@@ -164,13 +196,32 @@ class _Graph:
             unit = self.functions[callee].get("unit", "")
             if unit and "*" not in units and unit not in units:
                 continue                        # another op's kernel or another scheme
+            if self._other_way(name, callee, whole):
+                continue
             level = nesting + (callee == INDIRECT)
             if level > INDIRECT_NESTING:
                 continue
-            d, p = self.deepest(callee, units, executor, n, level, scratch)
+            d, p = self.deepest(callee, units, executor, n, level, scratch, whole)
             if d > best:
                 best, via = d, p
         return frame + best, ((name, frame),) + via
+
+    @lru_cache(maxsize=None)
+    def reached(self, name: str, units: frozenset, whole: bool = False,
+                nesting: int = 0) -> frozenset:
+        """The units of the functions `deepest` may walk from `name` for an edge of these
+        units: each of the edge's units is among them unless the profile lacks its kernel."""
+        found = {self.functions[name].get("unit", "")}
+        for callee in self.functions[name]["calls"]:
+            unit = self.functions[callee].get("unit", "")
+            if unit and "*" not in units and unit not in units:
+                continue
+            if self._other_way(name, callee, whole):
+                continue
+            level = nesting + (callee == INDIRECT)
+            if level <= INDIRECT_NESTING:
+                found |= self.reached(callee, units, whole, level)
+        return frozenset(found)
 
     def interrupt(self) -> int:
         return max((hw + self.deepest(isr, frozenset({"*"}), "", 0)[0]
@@ -200,8 +251,16 @@ def predict(model, plan, board: str) -> StackPrediction | None:
     sizes = [layer_scratch(layer) for layer in model.layers]
     for k, e in enumerate(plan.blocks):
         n, _ = block_shape(model, e)
-        depth, path = graph.deepest(graph.entry, edge_units(model, e), executor(model, e), n,
-                                    scratch=edge_scratch(model, e, sizes))
+        units, whole = edge_units(model, e), _called(model, e)
+        missing = units - graph.reached(graph.entry, units, whole) - {"*"}
+        if missing:         # a profile calibrated before the kernel was: no silent shortfall
+            raise MsfError(
+                f"{board}'s stack profile has no {' or '.join(sorted(missing))} code on the "
+                f"path of edge {k} ({model.layers[e.first].op}{', fused' if e.fused else ''}); "
+                f"recalibrate it: python benchmarks/calibrate_stack.py --boards {board}",
+                source=PROFILES.name)
+        depth, path = graph.deepest(graph.entry, units, executor(model, e), n,
+                                    scratch=edge_scratch(model, e, sizes), whole=whole)
         if worst is None or depth > worst[0]:
             worst = (depth, path, k)
     irq = graph.interrupt()

@@ -106,7 +106,7 @@ def _arm(mnemonic: str, ops: str, fn: dict) -> None:
         fn["frame"] += _imm(ops) or 0
     elif base in ("sub", "subw") and ops.startswith("sp,"):
         fn["dynamic"] = True
-    elif base == "str" and re.search(r"\[sp, #-\d+\]!", ops):
+    elif base in ("str", "strd") and re.search(r"\[sp, #-\d+\]!", ops):
         fn["frame"] += int(re.search(r"#-(\d+)\]!", ops).group(1))
     elif base in ("bl", "blx") and "<" in ops:
         fn["calls"].add(_TARGET.search(ops).group(1))
@@ -118,8 +118,13 @@ def _arm(mnemonic: str, ops: str, fn: dict) -> None:
 
 
 def _riscv(mnemonic: str, ops: str, fn: dict) -> None:
+    # `la sp, _sp` (auipc sp + addi sp, sp, lo) loads the stack's address: not a frame
+    loading = fn.pop("auipc_sp", False)
+    if mnemonic == "auipc" and ops.startswith("sp,"):
+        fn["auipc_sp"] = True
+        return
     m = re.match(r"sp,\s*sp,\s*(-?\d+)", ops)
-    if mnemonic in ("add", "addi", "c.addi", "c.addi16sp") and m:
+    if mnemonic in ("add", "addi", "c.addi", "c.addi16sp") and m and not loading:
         fn["frame"] += max(0, -int(m.group(1)))
     elif mnemonic == "sub" and ops.startswith("sp,"):
         fn["dynamic"] = True
@@ -171,18 +176,22 @@ _ENDS = {"arm": re.compile(r"^(b|b\.n|b\.w|bx|udf)(\s|$)|^(pop|ldmia|ldm)(\.w)?\
          "xtensa": re.compile(r"^(ret|ret\.n|j|jx|rfe|rfi|rfde|ill|break)\b")}
 
 
-_SYMBOL = re.compile(r"^[0-9a-f]+ (.{7}) \S+\s+[0-9a-f]+ (\S+)$")
+# address, flags, section, size, [visibility,] name (libgcc's helpers are .hidden)
+_SYMBOL = re.compile(r"^([0-9a-f]+) (.{7}) \S+\s+[0-9a-f]+\s+(?:\.(?:hidden|protected|internal) )?"
+                     r"(\S+)$")
 
 
-def _function_symbols(elf: Path, objdump: str) -> set[str]:
-    """Symbols that start a function: typed as one, or global (assembly entries often carry
-    no type); a local label without a type belongs to the function around it."""
+def _function_symbols(elf: Path, objdump: str) -> dict[str, int]:
+    """Symbols that start a function, with their addresses: typed as one, or global (assembly
+    entries often carry no type); a local label without a type belongs to the function around
+    it."""
     table = subprocess.run([objdump, "-t", str(elf)], check=True, capture_output=True,
                            text=True).stdout
-    names = set()
-    for flags, name in (m.groups() for m in map(_SYMBOL.match, table.splitlines()) if m):
+    names = {}
+    for address, flags, name in (m.groups() for m in map(_SYMBOL.match, table.splitlines())
+                                 if m):
         if "F" in flags or flags[0] == "g" or flags[1] == "w":
-            names.add(name)
+            names[name] = int(address, 16)
     return names
 
 
@@ -221,6 +230,12 @@ def disassembled_functions(elf: Path, objdump: str, arch: str) -> dict[str, Func
     for name, f in found.items():
         frame = f["frame"] + (found[f["save"]]["frame"] if f.get("save") in found else 0)
         out[name] = Function(frame, {c for c in f["calls"] if c != name}, f["dynamic"])
+    # an alias (picolibc's memcpy is __aeabi_memcpy's address) is the function objdump heads
+    # by its other name: the same frame and calls
+    at = {starts[name] & ~1: name for name in out if name in starts}
+    for name, address in starts.items():
+        if name not in out and address & ~1 in at:
+            out[name] = out[at[address & ~1]]
     return out
 
 
@@ -231,12 +246,13 @@ class RecursionFound(ValueError):
 
 
 def complete(graph: dict[str, Function], linked: dict[str, Function], roots: list[str],
-             vectors: tuple = ()) -> dict[str, Function]:
+             vectors: tuple = (), dropped: set | None = None) -> dict[str, Function]:
     """The functions reachable from `roots`: compiled ones from `graph`, the rest (precompiled)
     from the disassembly `linked`; `__indirect_call` calls every function linked into the
     firmware that no function calls directly, other than the roots and the other `vectors`
     (exception handlers: the hardware calls them). A callee the firmware does not hold
-    (inlined everywhere, or a declaration only) is dropped."""
+    (inlined everywhere, or a declaration only) is dropped, and added to `dropped` as
+    (caller, callee)."""
     full: dict[str, Function] = {}
     # local (static) functions of the disassembly: named without their translation unit
     local = {name.split(":", 1)[1]: name for name in graph if ":" in name}
@@ -259,7 +275,15 @@ def complete(graph: dict[str, Function], linked: dict[str, Function], roots: lis
             if name in full:
                 continue
             fn = graph.get(name) or linked.get(name) or Function(0)
-            calls = {resolve(c) for c in fn.calls} - {None}
+            asm = linked.get(name.split(":")[-1]) if name in graph else None
+            # a compiled function's library calls as the optimised code makes them (GCC's
+            # call graph names the libcall it expanded, __divdi3, where the code may call
+            # __udivdi3)
+            library = {c for c in asm.calls if c not in graph and c not in local
+                       and c != INDIRECT} if asm else set()
+            calls = {resolve(c) for c in fn.calls | library} - {None}
+            if dropped is not None:
+                dropped.update((name, c) for c in fn.calls | library if resolve(c) is None)
             full[name] = Function(fn.frame, calls, fn.dynamic, fn.unit)
             stack.extend(calls)
 
