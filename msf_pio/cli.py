@@ -12,7 +12,8 @@ from pathlib import Path
 from . import __version__, progress
 from .errors import EXIT_BAD_INPUT, EXIT_INTERNAL, MsfError, one_line
 from .text import file_stem
-from .options import check_plan_options, parse_max_overhead, parse_ram_limit  # noqa: F401
+from .options import (check_plan_options, parse_code_budget, parse_max_overhead,  # noqa: F401
+                      parse_ram_limit)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -73,6 +74,9 @@ def _add_solve_options(p: argparse.ArgumentParser, board: str | None = None) -> 
     p.add_argument("--board", default=board,
                    help="predict latency on this calibrated board (min_latency needs one)"
                         + ("" if board else " (default: none)"))
+    p.add_argument("--code-budget", default=None, metavar="BYTES",
+                   help="code the shape-specialised kernels may take (0, 48KiB, inf) "
+                        "(default: 48KiB)")
 
 
 def _add_schemes_option(p: argparse.ArgumentParser) -> None:
@@ -108,8 +112,10 @@ def _add_io_options(p: argparse.ArgumentParser) -> None:
 def _streamed(model, args):
     """The model with the I/O modes of the command line."""
     from dataclasses import replace
+    budget = getattr(args, "code_budget", None)
     return replace(model, stream_input=args.input_mode == "stream",
-                   stream_output=args.output_mode == "stream")
+                   stream_output=args.output_mode == "stream",
+                   code_budget=None if budget is None else parse_code_budget(budget))
 
 
 def _add_calibration_options(p: argparse.ArgumentParser) -> None:
@@ -136,6 +142,8 @@ def _plan_options(args) -> dict:
                "cost_model": getattr(args, "cost_model", "exact"),
                "schemes": _schemes(args) if hasattr(args, "schemes") else None}
     check_plan_options(**options)
+    if getattr(args, "code_budget", None) is not None:
+        parse_code_budget(args.code_budget)           # a bad value before the model is read
     board = getattr(args, "board", None)
     if board is not None:
         from .fusion import latency

@@ -30,6 +30,13 @@ def parse_ram_limit(text: str, where: str = "--ram-limit") -> float:
     return value
 
 
+def parse_code_budget(text: str, where: str = "--code-budget") -> float:
+    """Bytes of code the shape-specialised kernels may take: '0' (none), '48KiB', 'inf'."""
+    if str(text).strip() in ("0", "0B", "0b"):
+        return 0
+    return parse_ram_limit(text, where)
+
+
 def parse_max_overhead(text: str, where: str = "--max-overhead") -> float:
     try:
         value = float(text)

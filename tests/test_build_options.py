@@ -33,6 +33,8 @@ def test_calibration_is_a_project_file_whose_bytes_regenerate(tmp_path):
     ("custom_msf_calibration", "missing.npz", "no such file or folder"),
     ("custom_msf_input_range", "255,0", "custom_msf_input_range"),
     ("custom_msf_measure", "always", "must be auto, yes or no"),
+    ("custom_msf_code_budget", "lots", "must be a number of bytes"),
+    ("custom_msf_code_budget", "-1", "must be"),
 ])
 def test_bad_values_are_one_line_naming_the_option(tmp_path, option, value, words):
     with pytest.raises(MsfError) as err:
@@ -74,3 +76,16 @@ def test_weights_section_options(tmp_path, values, option, words):
                                       "custom_msf_weights_section": ".qspi"}.get(k, d),
                         disco, tmp_path, "disco_f746ng")
     assert opts.weights_size == 16 << 20
+
+
+def test_code_budget_option():
+    """custom_msf_code_budget: bytes of code for the specialised kernels, 0 (none) or inf; the
+    default leaves the choice to kernel_counts.DEFAULT_BUDGET; a change regenerates."""
+    import math
+    assert options(Path("."), custom_msf_model="tiny").code_budget is None
+    for text, value in (("0", 0), ("32KiB", 32768), ("40000", 40000), ("inf", math.inf)):
+        opts = options(Path("."), custom_msf_model="tiny", custom_msf_code_budget=text)
+        assert opts.code_budget == value
+    assert _inputs_digest(options(Path("."), custom_msf_model="tiny",
+                                  custom_msf_code_budget="0"), FACTS) != \
+        _inputs_digest(options(Path("."), custom_msf_model="tiny"), FACTS)

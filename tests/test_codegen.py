@@ -56,6 +56,25 @@ def test_plan_is_bit_exact_and_as_predicted(models, name, plan_name):
         build.close()
 
 
+def test_zero_code_budget_is_bit_exact(models):
+    """With no code budget (custom_msf_code_budget = 0) every layer runs the kernel for any
+    shape: no specialised kernel is defined, the bytes and the arena are the same."""
+    from dataclasses import replace
+    model, graph, inputs, refs = _model(models, "mlperf-tiny-kws")
+    assert "MSF_CONV2D_KERNEL(" in generate(model, solvers.vanilla(graph)).source
+    model = replace(model, code_budget=0)
+    for plan in (solvers.vanilla(graph), solvers.p1_min_ram(graph, 1.3)):
+        source = generate(model, plan)
+        assert "MSF_CONV2D_KERNEL(" not in source.source
+        assert "MSF_DW3X3_KERNEL(" not in source.source
+        build = HostBuild(source)
+        try:
+            assert np.array_equal(build.run(inputs[0]).output, refs[0])
+            assert build.run(inputs[0], "measure").figures["arena_measured"] == plan.peak_ram
+        finally:
+            build.close()
+
+
 @pytest.mark.parametrize("name", ["tiny", "mcunet-vww-5fps"])
 def test_sanitizer_build_is_clean(models, name):
     model, graph, inputs, refs = _model(models, name)

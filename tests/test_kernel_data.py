@@ -26,35 +26,41 @@ def test_fast_output_is_tflites_requantization():
     assert np.array_equal(kernel_data.fast_output(acc, mult, round_, right), want)
 
 
-def test_specialised_kernels_are_few_and_the_heaviest():
-    """The generator specialises at most LIMIT kernels per kind, shared by the layers
-    of one shape (any output channel count), and those of the shapes with the most MACs: a
-    MobileNetV2 of more conv shapes than that (mbv2-w0.35-paper) keeps LIMIT of them; its
-    generated C defines one kernel per kept shape and mode, and only its layers use them."""
-    from msf_pio.fusion.kernel_counts import LIMIT, special_key, specialised
+def test_code_budget_bounds_the_specialised_kernels():
+    """The generator specialises the shapes that save the most instructions per byte of code
+    within the code budget (fusion/kernel_counts.choose): a larger budget keeps a superset,
+    the kept instances fit the budget, at most LIMIT per kind whatever the budget; the shapes
+    kept save more per byte than any left out; a MobileNetV2 of more shapes than the default
+    budget holds (mbv2-w0.35-paper) leaves some out; its generated C defines one kernel per
+    kept shape and mode, only its layers use them, and a zero budget defines none."""
+    from dataclasses import replace
+    from msf_pio.fusion.kernel_counts import (DEFAULT_BUDGET, INSTANCE_BYTES, LIMIT, choose,
+                                              saved_instructions, special_key, specialised)
     from msf_pio.codegen.generate import generate
-    from msf_pio.fusion.geometry import layer_macs
     from msf_pio.fusion.planner import plan_model
     from msf_pio.verify import quantized_model
 
     model = quantized_model("mbv2-w0.35-paper")
-    keep = specialised(model)
-    macs: dict = {}
-    for layer in model.layers:
-        if special_key(layer):
-            macs[special_key(layer)] = macs.get(special_key(layer), 0) + \
-                layer_macs(layer)
-    kept = {special_key(model.layers[i]) for i in keep}
+    saved = saved_instructions(model)
+    budgets = (0, 4096, 20_000, DEFAULT_BUDGET, float("inf"))
+    chosen = [choose(model, b) for b in budgets]
+    for b, keys, more in zip(budgets, chosen, chosen[1:]):
+        assert set(keys) <= set(more)
+        assert sum(INSTANCE_BYTES[k[0]] for k in keys) <= b
+    assert chosen[0] == [] and 0 < len(chosen[1]) < len(chosen[3]) < len(chosen[4])
     for kind in ("conv", "depthwise"):
-        mine = {k for k in macs if k[0] == kind}
-        assert len(kept & mine) == min(len(mine), LIMIT), kind
-        assert min(macs[k] for k in kept & mine) >= max((macs[k] for k in mine - kept),
-                                                        default=0), kind
-    assert len({k for k in macs if k[0] == "conv"}) > LIMIT
-    source = generate(model, plan_model(model, "vanilla")[0]).source
-    defined = [line for line in source.splitlines() if line.startswith("MSF_")
-               and "_KERNEL(" in line]
-    assert 0 < len(defined) <= 2 * LIMIT
-    used = {line.split(".column = ")[1].split(",")[0] for line in source.splitlines()
-            if ".column = " in line}
-    assert used == {line.split("(")[1].split(",")[0] for line in defined}
+        assert 0 < sum(k[0] == kind for k in chosen[4]) <= LIMIT
+        per_byte = lambda k: saved[k] / INSTANCE_BYTES[k[0]]
+        left = [per_byte(k) for k in saved if k not in chosen[3]]
+        assert min(per_byte(k) for k in chosen[3]) >= max(left, default=0)
+    assert specialised(model) == specialised(model, DEFAULT_BUDGET)
+    plan = plan_model(model, "vanilla")[0]
+    for budget, keys in ((None, chosen[3]), (0, [])):
+        m = replace(model, code_budget=budget)
+        source = generate(m, plan).source
+        defined = {line.split("(")[1].split(",")[0] for line in source.splitlines()
+                   if line.startswith("MSF_") and "_KERNEL(" in line}
+        used = {line.split(".column = ")[1].split(",")[0] for line in source.splitlines()
+                if ".column = " in line}
+        assert used == defined and len(defined) >= len(keys) and bool(defined) == bool(keys)
+        assert {special_key(m.layers[i]) for i in specialised(m)} == set(keys)

@@ -185,7 +185,8 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
                                 "layers": [{"op": "conv2d", **conv}]}))
     model = load_model(str(path))
     layer = model.layers[0]
-    assert kernel_counts.specialised(model) == {0}
+    # specialised when it gains anything: a window gathered in parts runs pairs either way
+    assert kernel_counts.specialised(model) == ({0} if kernel_counts.conv_fits(layer) else set())
     cls = latency.kernel_class(layer)
     (kh, kw), (sh, _) = layer.kernel, layer.stride
     oh, ow, cout = layer.out_shape

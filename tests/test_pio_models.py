@@ -109,6 +109,17 @@ def assert_flash_is_the_linked_firmwares(project, board, summary):
     data, code = summary["flash_data_bytes"], summary["flash_code_bytes"]
     assert abs(data - linked["rodata"]) <= 0.01 * linked["rodata"], (board, data, linked)
     assert linked["text"] <= code <= 1.75 * linked["text"], (board, code, linked)
+    # the specialised kernels the linker kept fit what the code budget counts them at
+    special = sum(specialised_code(text).values())
+    assert 0 < special <= summary["code_budget_used"] <= summary["code_budget_bytes"], \
+        (board, special, summary["code_budget_used"])
+
+
+def specialised_code(text):
+    """Per generated specialised kernel (msf_conv_<shape>, msf_dw3x3_<channels>) in a link
+    map's memory map, its code bytes."""
+    return {name: int(size, 16) for name, size in re.findall(
+        r"^ \.text\.(msf_(?:conv|dw3x3)_\d\S*)\s+0x[0-9a-f]+\s+0x([0-9a-f]+)", text, re.M)}
 
 
 def assert_demo_output_is_documented(project, board, code, out):
@@ -221,6 +232,13 @@ def test_regenerates_only_when_options_change(core, tmp_path):
     code, out = pio(core, project, "run", "-e", board)
     assert code == 0 and "generated in" in out and "p1:1.2" in out
     assert (generated / "src" / "msf_model.c").stat().st_mtime_ns != mtime
+    linked = project / ".pio" / "build" / board / "firmware.map"
+    assert specialised_code(linked.read_text())
+    # no code budget: the firmware links no specialised kernel
+    make_project(project, model="tiny", max_overhead="1.2", code_budget="0")
+    code, out = pio(core, project, "run", "-e", board)
+    assert code == 0 and "generated in" in out and "specialised kernels 0 B of a 0 B" in out
+    assert not specialised_code(linked.read_text())
 
 
 @pytest.mark.parametrize("option,value,words", [

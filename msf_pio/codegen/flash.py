@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ..fusion.kernel_counts import INSTANCE_BYTES
 from .generate import dispatch_sets
 from .stack import OP_UNITS
 
@@ -60,7 +61,8 @@ NEEDS = {
 # the generated code: a specialised kernel of each kind (msf/kernels.h), the largest measured
 # over the MLPerf Tiny files on the three instruction sets (tflm_size.py --units); per edge of the schedule (its call
 # and the arena measurement's steps); the entry points, dispatches and measurement loop
-SPECIALISED = {"MSF_CONV2D_KERNEL": 3704, "MSF_DW3X3_KERNEL": 2527}
+SPECIALISED = {"MSF_CONV2D_KERNEL": INSTANCE_BYTES["conv"],
+               "MSF_DW3X3_KERNEL": INSTANCE_BYTES["depthwise"]}
 EDGE_CODE = 100
 FIXED_CODE = 800
 

@@ -6,9 +6,10 @@ instantiates them with the shape as constants (MSF_CONV2D_KERNEL, MSF_DW3X3_KERN
 known counts unrolled, offsets immediate), each a whole kernel that calls nothing back through
 a pointer (the stack predictor follows its calls), and points the layers of that shape at it
 (msf_layer_t.column). Layers of one shape share it, so a network of repeated blocks pays for
-each kernel once; past kernel_counts.LIMIT shapes of a kind, the layers of the shapes with the
-fewest MACs keep the kernel for any shape (compile time and flash stay bounded however varied
-the network). Which layers are specialised is fusion/kernel_counts.specialised, read by the
+each kernel once. Which shapes get one is a code budget's choice (fusion/kernel_counts.choose:
+the most instructions saved per byte first, at most kernel_counts.LIMIT per kind, so flash and
+compile time stay bounded however varied the network); the other layers keep the kernel for any
+shape. Which layers are specialised is fusion/kernel_counts.specialised, read by the
 generator and by the cost model, which prices the instance each layer runs.
 """
 from __future__ import annotations

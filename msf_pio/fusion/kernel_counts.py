@@ -12,6 +12,7 @@ calls into counts.
 """
 from __future__ import annotations
 
+import math
 from collections import Counter
 from functools import lru_cache
 
@@ -25,10 +26,23 @@ CHUNK_TAPS = 256       # a conv column's chunk of input rows: past 3 pixels, at 
 DW_WINDOW = 2304       # bytes of a clipped 3x3 window a folded depthwise layer may copy
 CHANNEL_CHUNK = 16     # output channels a window gathered in parts keeps (MSF_CHANNEL_CHUNK)
 # specialised kernels per kind (conv2d, folded depthwise) at most, which codegen/specialise.py
-# emits: about 2 KB of code and 0.1 s of compile each; mbv2-w0.35-paper's 15 conv shapes keep
-# 94% of their MACs specialised. The other layers run the kernel for any shape (conv: pixels in
-# pairs, no blocks of three), which the counts below follow.
+# emits: about 0.1 s of compile each, so compile time stays bounded whatever the code budget.
+# The other layers run the kernel for any shape (conv: pixels in pairs, no blocks of three),
+# which the counts below follow.
 LIMIT = 12
+# The code budget of the specialised kernels (Model.code_budget; None: DEFAULT_BUDGET): the
+# shapes are taken by the instructions they save per byte of code, best first, while the
+# instances fit the budget. An instance counts at the largest code size measured for its kind
+# over the three instruction sets (codegen/flash.py's estimate takes the same; the linked
+# instances are 1.5-3.7 KB); the instructions saved are the latency counts of the layer's
+# generic and specialised runs (as a vanilla plan runs it) priced per count at SAVED, the
+# Cortex-M4 profile's coefficients (qemu_f412zg) of the counts that differ.
+INSTANCE_BYTES = {"conv": 3704, "depthwise": 2527}
+SAVED = {"conv1x1.macs_triple": 0.7855, "conv1x1.macs_pair": 1.3131,
+         "conv1x1.macs_single": 1.3539, "conv1x1.blocks": 73.3354,
+         "conv.macs_triple": 1.0025, "conv.macs_pair": 1.5341, "conv.macs_single": 1.5341,
+         "conv.blocks": 71.1652, "depthwise.outputs_any": 13.1195}
+DEFAULT_BUDGET = 48 * 1024
 
 # feature names: <kernel class>.<count>
 FEATURES = (
@@ -70,20 +84,79 @@ def special_key(layer: ir.Layer):
     return ("depthwise", layer.cin) if layer.op == ir.DEPTHWISE else None
 
 
-def specialised(model) -> frozenset:
-    """The layers (indices) whose kernels the generator may specialise: per kind, those of the
-    LIMIT keys with the most MACs in the model (a conv2d whose windows fit the buffer, a folded
-    depthwise: codegen/generate.py)."""
-    macs: dict = {}
+def specialised(model, budget: float | None = None) -> frozenset:
+    """The layers (indices) whose kernels the generator specialises: the shapes chosen by
+    choose() under `budget` bytes (None: the model's code_budget, else DEFAULT_BUDGET)."""
+    budget = code_budget(model, budget)
+    shapes = tuple((special_key(l), l.kernel, l.stride, l.in_shape, l.out_shape)
+                   for l in model.layers)
+    if _memo.get("key") != (budget, shapes):     # the planner asks per edge: choose once
+        keys = set(choose(model, budget))
+        _memo.update(key=(budget, shapes), layers=frozenset(
+            i for i, layer in enumerate(model.layers) if special_key(layer) in keys))
+    return _memo["layers"]
+
+
+_memo: dict = {}
+
+
+def code_budget(model, budget: float | None = None) -> int | None:
+    """The budget in force: `budget`, else the model's code_budget, else DEFAULT_BUDGET (None:
+    unlimited)."""
+    if budget is None:
+        budget = getattr(model, "code_budget", None)
+    if budget is None:
+        budget = DEFAULT_BUDGET
+    return None if math.isinf(budget) else int(budget)
+
+
+def choose(model, budget: float | None = None) -> list:
+    """The special_keys whose kernels the generator instantiates, best first: of the shapes
+    that gain anything (a conv2d whose windows fit the buffer, a 3x3 depthwise that may fold:
+    codegen/generate.py), ranked by instructions saved per byte of code, the longest prefix
+    whose instances fit the budget (so a larger budget keeps a superset), at most LIMIT per
+    kind."""
+    budget = code_budget(model, budget)
+    budget = math.inf if budget is None else budget
+    saved = saved_instructions(model)
+    ranked = sorted(saved, key=lambda k: (-saved[k] / INSTANCE_BYTES[k[0]], k))
+    keep, used, per_kind = [], 0, Counter()
+    for key in ranked:
+        if used + INSTANCE_BYTES[key[0]] > budget:
+            break
+        if per_kind[key[0]] < LIMIT:
+            keep.append(key)
+            used += INSTANCE_BYTES[key[0]]
+            per_kind[key[0]] += 1
+    return keep
+
+
+def budget_used(model, budget: float | None = None) -> int:
+    """Bytes of the code budget the chosen instances take (INSTANCE_BYTES each)."""
+    return sum(INSTANCE_BYTES[k[0]] for k in choose(model, budget))
+
+
+def saved_instructions(model) -> dict:
+    """Per special_key with anything to gain, the instructions its kernel saves per inference
+    over the kernel for any shape: each layer of the shape run whole (a vanilla plan's calls),
+    its counts both ways priced at SAVED."""
+    saved: dict = {}
     for layer in model.layers:
         key = special_key(layer)
-        if key:
-            macs[key] = macs.get(key, 0) + layer_macs(layer)
-    keep = set()
-    for kind in ("conv", "depthwise"):
-        ranked = sorted((k for k in macs if k[0] == kind), key=lambda k: (-macs[k], k))
-        keep |= set(ranked[:LIMIT])
-    return frozenset(i for i, layer in enumerate(model.layers) if special_key(layer) in keep)
+        if key is None or (key[0] == "conv" and not conv_fits(layer)) or \
+                (key[0] == "depthwise" and not may_fold(layer)):
+            continue
+        oh, ow = layer.out_shape[:2]
+        macs = layer_macs(layer)
+        if not macs:
+            continue
+        runs = [spatial_counts(layer, macs, ow, [oh], ow, True, True, special)
+                for special in (False, True)]
+        gain = sum(SAVED.get(f, 0.0) * (runs[0].get(f, 0) - runs[1].get(f, 0))
+                   for f in set(runs[0]) | set(runs[1]))
+        if gain > 0:
+            saved[key] = saved.get(key, 0.0) + gain
+    return saved
 
 
 # -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------

@@ -239,6 +239,9 @@ class Model:
     # The input pulled row by row from a source (a camera): the first edge keeps the input rows
     # it still needs in an arena ring instead of the caller holding the whole tensor.
     stream_input: bool = False
+    # Bytes of code the shape-specialised kernels may take (None: the default;
+    # fusion/kernel_counts.choose): the generator and the cost model read the same choice.
+    code_budget: float | None = None
     # The graph input and output as the file has them (None: int8 H x W x C, as the IR)
     input_io: TensorIO | None = None
     output_io: TensorIO | None = None

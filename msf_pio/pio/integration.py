@@ -48,6 +48,7 @@ class Options:
     input_shape: tuple | None = None  # H, W, C of a model file whose input is dynamic
     weights_section: str | None = None  # linker section of the weight arrays (external flash)
     weights_size: int | None = None     # bytes of the memory that section is mapped to
+    code_budget: float | None = None    # code of the specialised kernels (None: the default)
 
     def key(self) -> dict:
         return {k: (str(v) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
@@ -59,7 +60,7 @@ OPTIONS = ("custom_msf_model", "custom_msf_objective", "custom_msf_max_overhead"
            "custom_msf_ram_limit", "custom_msf_cost_model", "custom_msf_output",
            "custom_msf_input", "custom_msf_measure", "custom_msf_profile",
            "custom_msf_calibration", "custom_msf_input_range", "custom_msf_input_shape",
-           "custom_msf_weights_section", "custom_msf_weights_size")
+           "custom_msf_weights_section", "custom_msf_weights_size", "custom_msf_code_budget")
 
 
 def check_option_names(keys, where: str) -> None:
@@ -152,10 +153,17 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
         except MsfError as exc:
             raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
     section, section_size = _weights_section(get, facts, fail)
+    code_budget = (get("custom_msf_code_budget", "") or "").strip() or None
+    if code_budget is not None:
+        from ..options import parse_code_budget
+        try:
+            code_budget = parse_code_budget(code_budget, "custom_msf_code_budget")
+        except MsfError as exc:
+            raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
                    calibration, input_range, stream_in, profile == "yes", input_shape,
-                   section, section_size)
+                   section, section_size, code_budget)
 
 
 def _weights_section(get, facts: BoardFacts, fail) -> tuple[str | None, int | None]:
@@ -297,6 +305,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
     from ..codegen.stack import predict as predict_stack
     from ..fusion import schemes, solvers
+    from ..fusion.kernel_counts import budget_used, code_budget as code_budget_value
     from ..fusion.graph import build_graph
     from ..fusion.planner import feasible_plan, graph_for
     from ..model import load_model
@@ -310,7 +319,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
     model = quantized_model(load_model(options.model, options.input_shape),
                             options.calibration, options.input_range)
     model = replace(model, stream_output=options.output == "stream",
-                    stream_input=options.input == "stream")
+                    stream_input=options.input == "stream", code_budget=options.code_budget)
     io_bytes = 0 if model.stream_output else model.output_bytes()
     ram_limit = options.ram_limit
     if ram_limit is None:
@@ -408,6 +417,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         # codegen/flash.py: constant data (of which in MSF_WEIGHTS) counted, code estimated
         "flash_data_bytes": needs.data, "flash_weights_bytes": needs.weights,
         "flash_code_bytes": needs.code,
+        # fusion/kernel_counts.choose: the specialised kernels' budget and what they take of it
+        "code_budget_bytes": code_budget_value(model), "code_budget_used": budget_used(model),
         "reference_crc32": f"0x{crc32(y):08x}",
         "input_bytes": int(np.prod(model.input_shape)),
         "output_bytes": model.output_bytes(),
@@ -423,7 +434,8 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
                      "stack_deepest_path": [list(p) for p in stack.path]} if stack else {}),
                  **{k: summary[k] for k in ("reference_crc32", "board", "f_cpu",
                                             "weight_bytes", "flash_data_bytes",
-                                            "flash_code_bytes")}}
+                                            "flash_code_bytes", "code_budget_bytes",
+                                            "code_budget_used")}}
     _write_if_changed(root / "plan.json", json.dumps(plan_json, indent=2) + "\n")
     return summary
 
@@ -484,7 +496,20 @@ def describe(summary: dict, regenerated: bool, seconds: float, cpu: float | None
             + (f"predicted stack {summary['predicted_stack_bytes']} B "
                f"({summary['stack_bytes']} B kept), " if summary.get("predicted_stack_bytes")
                else "")
-            + f"fusion blocks {blocks}; {what}")
+            + _flash_text(summary) + f"fusion blocks {blocks}; {what}")
+
+
+def _flash_text(summary: dict) -> str:
+    """The flash estimate (codegen/flash.py) and the specialised kernels' share of their code
+    budget."""
+    if summary.get("flash_code_bytes") is None:
+        return ""
+    budget = summary.get("code_budget_bytes")
+    used = (f" (specialised kernels {summary['code_budget_used']} B of a "
+            f"{'unlimited' if budget is None else f'{budget} B'} budget)"
+            if "code_budget_used" in summary else "")
+    return (f"flash: code about {summary['flash_code_bytes']} B{used}, constant data "
+            f"{summary['flash_data_bytes']} B, ")
 
 
 def first_result_seconds(summary: dict) -> float | None:
