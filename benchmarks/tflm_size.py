@@ -24,7 +24,8 @@ and weights TFLite Micro then runs).
 
 --units: instead, the code of every runtime file and of the generated specialised kernels on
 qemu_f767zi, qemu_esp32c3 and qemu_esp32s3 (firmwares of the four MLPerf Tiny files in
---models): the sizes codegen/flash.py's code estimate takes (the largest of the three).
+--models), and of the kernel files whose layers all run specialised kernels what the linker
+kept: the sizes codegen/flash.py's code estimate takes (the largest of the three).
 
 Run: python benchmarks/tflm_size.py --tflm DIR --models DIR [--zoo] [--board qemu_f412zg]
      python benchmarks/tflm_size.py --units --models DIR
@@ -195,6 +196,19 @@ def units(core: str, tmp: Path, files: list[Path], jobs: int) -> None:
         for unit, size in whole.items():
             row = code.setdefault(unit, {})
             row[board] = max(row.get(board, 0), size)
+        # a kernel file whose layers all run specialised kernels: the code the linker kept
+        source = (project / ".pio" / "build" / board / "msf_generated" / "msf_model" / "src" /
+                  "msf_model.c").read_text()
+        kept: dict[str, int] = {}
+        for kind, size, obj in linked_sections(text):
+            m = RUNTIME_OBJECT.search(obj)
+            if kind == "text" and m:
+                kept[m.group(1)] = kept.get(m.group(1), 0) + int(size, 16)
+        for unit, (bit, callers, _) in flash_model.SPECIAL_ONLY.items():
+            if unit in kept and f"MSF_BIT({bit})" not in source and not any(
+                    f"MSF_BIT(MSF_{c.upper()})" in source for c in callers):
+                row = code.setdefault(f"{unit} (specialised only)", {})
+                row[board] = max(row.get(board, 0), kept[unit])
         for kind, prefix in (("MSF_CONV2D_KERNEL", "msf_conv_"), ("MSF_DW3X3_KERNEL", "msf_dw3x3_")):
             sizes = [int(size, 16) for size, name in re.findall(
                 r"^\s+\.text\.(?:\S+\.)?" + prefix + r"\S*\s+0x[0-9a-f]+\s+0x([0-9a-f]+)\s+(\S+)",
@@ -206,6 +220,8 @@ def units(core: str, tmp: Path, files: list[Path], jobs: int) -> None:
     for unit in sorted(code):
         row = code[unit]
         stored = flash_model.UNIT_CODE.get(unit, flash_model.SPECIALISED.get(unit, ""))
+        if unit.endswith(" (specialised only)"):
+            stored = flash_model.SPECIAL_ONLY[unit.split(" ")[0]][2]
         print(f"| {unit} | " + " | ".join(f"{row.get(b, 0):,}" for b in UNIT_BOARDS) +
               f" | {max(row.values()):,} | {stored} |")
 

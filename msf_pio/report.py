@@ -20,7 +20,7 @@ from . import progress
 from .codegen.generate import weight_bytes
 from .errors import MsfError
 from .text import printable
-from .fusion import latency, schemes, solvers
+from .fusion import kernel_counts, latency, schemes, solvers
 from .fusion.graph import FusionGraph
 from .fusion.plan import Plan
 from .fusion.report import table
@@ -74,7 +74,12 @@ def build(graph: FusionGraph, plan: Plan, board: str | None, frontier: bool = Tr
         "unfused": {**_totals(unfused, unfused_rows), "layers": unfused_rows},
         "plan": {**_totals(plan, rows), "max_overhead": plan.to_json()["max_overhead"],
                  "ram_limit": plan.to_json()["ram_limit"]},
-        "edges": rows}
+        "edges": rows,
+        # the specialised kernels' code against their budget (fusion/kernel_counts.choose;
+        # the whole code estimate needs the generated C: the build's summary, plan.json)
+        "code_budget": {"bytes": kernel_counts.code_budget(model),
+                        "used": kernel_counts.budget_used(model),
+                        "shapes": len(kernel_counts.choose(model))}}
     if frontier and board:
         cost = [int(round(c)) for c in solvers.edge_cycles(graph, board)]
         index = {id(e): k for k, e in enumerate(graph.edges)}
@@ -115,6 +120,10 @@ def render(report: dict) -> str:
         cmp.append(("predicted latency", _ms(report, u["predicted_cycles"]),
                     _ms(report, p["predicted_cycles"]), f"{change:+.0%}"))
     cmp.append(("weights (flash)", f"{u['weight_bytes']:,} B", f"{p['weight_bytes']:,} B", ""))
+    code = report["code_budget"]
+    budget = "no limit" if code["bytes"] is None else f"{code['bytes']:,} B"
+    cmp.append(("specialised kernels (code)", "", f"{code['used']:,} B",
+                f"{code['shapes']} shapes, budget {budget}"))
     cmp.append(("edges", f"{u['edges']}", f"{p['edges']} ({p['fusion_blocks']} fused)", ""))
     lines += table(cmp, right=(1, 2))
     notes = [f"F = the plan's MACs / the unfused model's: {p['overhead']:.3f} is "

@@ -240,6 +240,11 @@ static inline void msf_pull_rows(const msf_block_t *b, const msf_source_t *sourc
  * the ops a model uses (msf/dispatch.h): `ops` a constant set of MSF_BIT(enum msf_op). */
 #define MSF_BIT(x) (1u << (x))
 #define MSF_EVERY 0xFFFFFFFFu
+/* Pseudo-ops of an `ops` set: some conv2d (depthwise) layer runs the kernel for any shape.
+ * A layer with its specialised kernel (msf_layer_t.column) has it called directly; without
+ * the bit every layer of the op has one, so the kernel for any shape is not linked. */
+#define MSF_CONV2D_ANY 30
+#define MSF_DEPTHWISE_ANY 31
 
 /* A call is made only if its op's (or scheme's) bit is in the set: with every bit, these are
  * the runtime's dispatches as written; the generated model's sets leave out the calls of the
@@ -254,12 +259,16 @@ MSF_INLINE void msf_layer_column_of(uint32_t ops, const msf_layer_t *l, const ms
 {
     switch (l->op) {
     case MSF_CONV2D:
-        if (ops & MSF_BIT(MSF_CONV2D)) {
+        if ((ops & MSF_BIT(MSF_CONV2D)) && (!(ops & MSF_BIT(MSF_CONV2D_ANY)) || l->column)) {
+            msf_conv2d_special_column(l, in, out, col, r0, r1);
+        } else if (ops & MSF_BIT(MSF_CONV2D)) {
             msf_conv2d_column(l, in, out, col, r0, r1);
         }
         break;
     case MSF_DEPTHWISE:
-        if (ops & MSF_BIT(MSF_DEPTHWISE)) {
+        if ((ops & MSF_BIT(MSF_DEPTHWISE)) && (!(ops & MSF_BIT(MSF_DEPTHWISE_ANY)) || l->column)) {
+            msf_depthwise_special_column(l, in, out, col, r0, r1);
+        } else if (ops & MSF_BIT(MSF_DEPTHWISE)) {
             msf_depthwise_column(l, in, out, col, r0, r1);
         }
         break;

@@ -11,8 +11,10 @@ The arrays marked MSF_WEIGHTS (the weights, records, slopes and maps weight_byte
 Code, estimated: the generated model links only the kernels and executors its plan runs
 (msf/dispatch.h); each runtime file it links counts with all its functions at the largest code
 size measured for that file over the three instruction sets (Cortex-M at -Os with the kernels
-at -O3, RV32IMC, Xtensa LX7: `python benchmarks/tflm_size.py --units`), the generated specialised
-kernels at the largest size measured for their kind, and the schedule per edge. The linker
+at -O3, RV32IMC, Xtensa LX7: `python benchmarks/tflm_size.py --units`), or where every layer of
+a conv2d or depthwise file runs a specialised kernel the part the linker keeps (SPECIAL_ONLY),
+the generated specialised kernels at the largest size measured for their kind, and the
+schedule per edge. The linker
 drops the functions of a file that nothing calls, so the estimate is above the firmware's (up
 to 1.75x its code, 20-35 KB: tests/test_pio_models.py checks it against the link map). Not
 counted: the framework's own start-up, drivers and C library, and the application's code.
@@ -39,7 +41,7 @@ STRING = re.compile(r'^const msf_model_info_t msf_model_info = \{(.*?)^\};', re.
 UNIT_CODE = {
     "measure": 162, "profile": 2,
     "kernels/activation_s8": 4198, "kernels/add_s8": 1358, "kernels/avg_pool_padded_s8": 501,
-    "kernels/concat_s8": 208, "kernels/conv2d_s8": 16060, "kernels/crop_s8": 43,
+    "kernels/concat_s8": 208, "kernels/conv2d_s8": 16644, "kernels/crop_s8": 43,
     "kernels/dense_s8": 980, "kernels/depthwise_conv2d_s8": 8557, "kernels/mul_s8": 429,
     "kernels/pool_s8": 2549, "kernels/requant_s8": 3246, "kernels/resize_nearest_s8": 344,
     "kernels/slice_s8": 144, "kernels/softmax_s8": 4622, "kernels/stream_s8": 84,
@@ -108,11 +110,32 @@ def units(ops, executors, heads, called) -> tuple:
     return tuple(sorted(names))
 
 
+# What a plan links of a kernel file whose every layer runs a specialised kernel (the
+# dispatch has no MSF_CONV2D_ANY / MSF_DEPTHWISE_ANY bit) and which no executor calls for any
+# shape (channel split: conv2d and depthwise; line buffer: depthwise rows): the instances'
+# call into the file and the code they share (conv2d: the lone and paired last pixels;
+# depthwise: clipped windows), and what dense takes from conv2d_s8.c. Measured as the .text
+# the linker kept (tflm_size.py --units: the largest over the three instruction sets).
+SPECIAL_ONLY = {
+    "kernels/conv2d_s8": ("MSF_CONV2D_ANY", ("channel_split",), 8528),
+    "kernels/depthwise_conv2d_s8": ("MSF_DEPTHWISE_ANY", ("channel_split", "line_buffer"), 416),
+}
+
+
+def unit_code(unit: str, source: str, executors) -> int:
+    """Code of a runtime file the plan links: the whole file's, or SPECIAL_ONLY's share."""
+    if unit in SPECIAL_ONLY:
+        bit, callers, size = SPECIAL_ONLY[unit]
+        if f"MSF_BIT({bit})" not in source and not set(callers) & set(executors):
+            return size
+    return UNIT_CODE[unit]
+
+
 def estimate(model, plan, source: str) -> Flash:
     """The generated model's flash: `source` is its msf_model.c."""
     ops, schemes, heads, called = dispatch_sets(model, plan)
     linked = units(ops, schemes, heads, called)
-    code = sum(UNIT_CODE[u] for u in linked)
+    code = sum(unit_code(u, source, schemes) for u in linked)
     code += sum(SPECIALISED[kind] * len(re.findall(rf"^{kind}\(", source, re.M))
                 for kind in SPECIALISED)
     code += EDGE_CODE * len(plan.blocks) + FIXED_CODE

@@ -360,12 +360,15 @@ def generate(model: Model, plan: Plan, measure: bool = False,
     arrays, layer_inits, shapes = [], [], []
     regrouped = _regrouped_layers(plan)
     keep = specialised(model)
+    columns = set()                 # the layers whose msf_layer_t.column is a specialised kernel
     for i in range(model.n_layers):
         a, f, sh = _layer_params(model, i, keep, own_weights=i not in regrouped,
                                  own_channels=regrouped.get(i, True))
         arrays += a
         shapes += sh
         layer_inits.append(_layer_struct(model, i, f))
+        if f.get("column"):
+            columns.add(i)
     edge_arrays, edge_inits, steps = [], [], []
     for k, (e, el) in enumerate(zip(plan.blocks, layout.edges)):
         a, init, sh = _edge_struct(model, k, e, el)
@@ -396,7 +399,7 @@ def generate(model: Model, plan: Plan, measure: bool = False,
         '#include "msf/kernels.h"',
         '#include "msf/runtime.h"',
         "",
-        *_dispatch(model, plan),
+        *_dispatch(model, plan, columns),
         "MSF_KERNEL_SPEED   /* the specialised kernels at -O3 in a firmware built for size */",
         _weights_attribute(weights_section),
         "",
@@ -490,16 +493,22 @@ def dispatch_sets(model: Model, plan: Plan) -> tuple[set, set, set, set]:
     return ops, executors, heads, called
 
 
-def _dispatch(model: Model, plan: Plan) -> list[str]:
+def _dispatch(model: Model, plan: Plan, columns: set) -> list[str]:
     """The runtime's dispatches (msf/dispatch.h) over the ops, schemes and single head layers
     this plan runs, so that the firmware links no other kernel or executor (compiled before
-    MSF_KERNEL_SPEED: at the firmware's own optimisation level, as the runtime's)."""
+    MSF_KERNEL_SPEED: at the firmware's own optimisation level, as the runtime's). `columns`:
+    the layers with a specialised kernel; a conv2d or depthwise layer without one needs the
+    kernel for any shape (MSF_CONV2D_ANY, MSF_DEPTHWISE_ANY), else it is not linked."""
     ops, executors, heads, _ = dispatch_sets(model, plan)
+    ops |= {f"{op}_any" for op in (ir.CONV, ir.DEPTHWISE) if op in ops and any(
+        layer.op == op and i not in columns for i, layer in enumerate(model.layers))}
 
     def bits(names) -> str:
         return " | ".join(f"MSF_BIT({n})" for n in sorted(names)) or "0"
 
-    column_ops = {"MSF_AVG_POOL_PADDED" if op == "avg_pool_padded" else OPS[op] for op in ops}
+    named = {"avg_pool_padded": "MSF_AVG_POOL_PADDED", f"{ir.CONV}_any": "MSF_CONV2D_ANY",
+             f"{ir.DEPTHWISE}_any": "MSF_DEPTHWISE_ANY"}
+    column_ops = {named.get(op) or OPS[op] for op in ops}
     return ["/* The runtime's dispatches over this plan's ops and executors only (msf/dispatch.h):",
             " * the firmware links no other kernel */",
             "void msf_layer_column(const msf_layer_t *l, const msf_view_t *in, "

@@ -78,8 +78,10 @@ VLAS = {
 # whose layers it serves. An edge's bound is its largest such layer's.
 SCRATCH = {
     "msf_conv2d_column": (ir.CONV,),
+    "msf_conv2d_special_column": (ir.CONV,),
     "msf_dense": (ir.DENSE,),
     "depthwise_conv2d_s8.c:dw3x3_line": (ir.DEPTHWISE,),
+    "msf_depthwise_special_column": (ir.DEPTHWISE,),
 }
 # The generated code's specialised kernels (codegen/specialise.py), by the prefix of their
 # names, and the op's unit they serve: their frames depend on the shape, so each counts as the

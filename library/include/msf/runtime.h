@@ -148,6 +148,13 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
                        int32_t col, int32_t r0, int32_t r1);
 void msf_depthwise_column(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,
                           int32_t col, int32_t r0, int32_t r1);
+/* ... of a layer the generated code specialised (msf_layer_t.column set; a depthwise layer
+ * folded): its kernel called with a stack buffer of the layer's scratch bytes, and nothing of
+ * the kernel for any shape linked (msf/dispatch.h's MSF_CONV2D_ANY, MSF_DEPTHWISE_ANY) */
+void msf_conv2d_special_column(const msf_layer_t *l, const msf_view_t *in,
+                               const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
+void msf_depthwise_special_column(const msf_layer_t *l, const msf_view_t *in,
+                                  const msf_view_t *out, int32_t col, int32_t r0, int32_t r1);
 /* Output row `row`, columns [c0, c1) of a depthwise layer whose input and output keep that
  * row's pixels contiguous (col_slots covering the width): a line buffer's row. */
 void msf_depthwise_row(const msf_layer_t *l, const msf_view_t *in, const msf_view_t *out,

@@ -15,8 +15,8 @@ MSF_KERNEL_SPEED
 
 /* msf_conv_channels for one and two pixels under the layer's requantization mode, given at run
  * time (a shape's kernel specialises three) */
-static MSF_NOINLINE void channels1(const msf_layer_t *l, const int16_t *x, int32_t d,
-                                   int32_t groups, int8_t *o, int32_t ors)
+MSF_NOINLINE void msf_conv_channels1(const msf_layer_t *l, const int16_t *x, int32_t d,
+                                     int32_t groups, int8_t *o, int32_t ors)
 {
     msf_conv_channels(1, l->requant, l->act_min == -128 && l->act_max == 127, 0, l, x, d,
                       groups, l->out_c, o, ors);
@@ -35,7 +35,7 @@ void msf_conv_channels_any(const msf_layer_t *l, int32_t pixels, const int16_t *
     if (pixels == 2) {            /* direct calls: the stack predictor follows them */
         channels2(l, x, d, groups, o, ors);
     } else {
-        channels1(l, x, d, groups, o, ors);
+        msf_conv_channels1(l, x, d, groups, o, ors);
     }
 }
 
@@ -82,9 +82,12 @@ static MSF_NOINLINE void partial2(const int16_t *x, int32_t d, const int8_t *w, 
     pairs_partial(1, x, d, w, stride, groups, pairs, part);
 }
 
-void msf_channels_part_s8(const msf_layer_t *l, int32_t pixels, const int16_t *x, int32_t d,
-                          int32_t taps, int32_t s0, int32_t s1, int32_t c0, int32_t count,
-                          int32_t *part, int8_t *o, int32_t ors)
+/* The part of taps [s0, s1) of one pixel's window (`pair` 0) or two (the second d taps
+ * further) added to the accumulators of channels [c0, c0 + count), part[2 c + p] for channel
+ * c0 + c and pixel p (msf_channels_part1_s8) */
+MSF_INLINE void channels_part(const int pair, const msf_layer_t *l, const int16_t *x,
+                              int32_t d, int32_t taps, int32_t s0, int32_t s1, int32_t c0,
+                              int32_t count, int32_t *part, int8_t *o, int32_t ors)
 {
     const int32_t stride = 8 * ((taps + 3) / 4), pairs = (count + 1) / 2;
     const msf_channel_t *ch = l->channels + c0;
@@ -92,15 +95,32 @@ void msf_channels_part_s8(const msf_layer_t *l, int32_t pixels, const int16_t *x
         part[2 * c] = part[2 * c + 1] = ch[c].bias;
     }
     const int8_t *w = l->weights + c0 / 2 * stride + 2 * s0;
-    if (pixels == 2) {
+    if (pair) {
         partial2(x, d, w, stride, (s1 - s0 + 3) / 4, pairs, part);
     } else {
         partial1(x, w, stride, (s1 - s0 + 3) / 4, pairs, part);
     }
     if (s1 == taps) {
         const msf_out_t oq = {l->out_offset, l->act_min, l->act_max};
-        msf_requant_s8(part, pixels, count, ch, &oq, l->requant, o + c0, ors);
+        msf_requant_s8(part, 1 + pair, count, ch, &oq, l->requant, o + c0, ors);
     }
+}
+
+static void channels_part_any(const msf_layer_t *l, int32_t pixels, const int16_t *x,
+                              int32_t d, int32_t taps, int32_t s0, int32_t s1, int32_t c0,
+                              int32_t count, int32_t *part, int8_t *o, int32_t ors)
+{
+    if (pixels == 2) {
+        channels_part(1, l, x, d, taps, s0, s1, c0, count, part, o, ors);
+    } else {
+        channels_part(0, l, x, d, taps, s0, s1, c0, count, part, o, ors);
+    }
+}
+
+void msf_channels_part1_s8(const msf_layer_t *l, const int16_t *x, int32_t taps, int32_t s0,
+                           int32_t s1, int32_t c0, int32_t count, int32_t *part, int8_t *o)
+{
+    channels_part(0, l, x, 0, taps, s0, s1, c0, count, part, o, 0);
 }
 
 /* Taps [s0, s1) of the window of output pixel (row, col) in filter order (kernel rows of
@@ -152,8 +172,8 @@ static void conv_parts(const msf_layer_t *l, const msf_view_t *in, const msf_vie
                 if (pair) {
                     gather_part(l, in, row + 1, col, s0, s1, x + MSF_CONV_PART + 4);
                 }
-                msf_channels_part_s8(l, 1 + pair, x, MSF_CONV_PART + 4, taps, s0, s1, c0, count,
-                                     part, o, ors);
+                channels_part_any(l, 1 + pair, x, MSF_CONV_PART + 4, taps, s0, s1, c0, count,
+                                  part, o, ors);
             }
         }
 #ifdef MSF_COUNT_MACS
@@ -191,6 +211,13 @@ void msf_conv2d_column(const msf_layer_t *l, const msf_view_t *in, const msf_vie
     } else {
         msf_conv2d_run(l, in, out, col, r0, r1, (int16_t *)(void *)scratch);
     }
+}
+
+void msf_conv2d_special_column(const msf_layer_t *l, const msf_view_t *in,
+                               const msf_view_t *out, int32_t col, int32_t r0, int32_t r1)
+{
+    int32_t scratch[(l->scratch + 3) / 4];     /* as msf_conv2d_column's */
+    l->column(l, in, out, col, r0, r1, scratch);
 }
 
 /* s[ch] += sum over the slice's four input channels (eight, when `wide`: DSP only) at x of

@@ -19,7 +19,7 @@ void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out)
     if (taps <= MSF_DENSE_PART) {
         msf_expand(l->requant == MSF_RQ_FAST2, in, n, l->in_offset, x);
         x[n] = x[n + 1] = x[n + 2] = x[n + 3] = 0;          /* the last group's padding */
-        msf_conv_channels_any(l, 1, x, 0, (taps + 3) / 4, out, 0);
+        msf_conv_channels1(l, x, 0, (taps + 3) / 4, out, 0);
     }
     for (int32_t c0 = 0; taps > MSF_DENSE_PART && c0 < cout; c0 += MSF_CHANNEL_CHUNK) {
         const int32_t count = cout - c0 < MSF_CHANNEL_CHUNK ? cout - c0 : MSF_CHANNEL_CHUNK;
@@ -28,7 +28,7 @@ void msf_dense(const msf_layer_t *l, const int8_t *in, int8_t *out)
             const int32_t m = (n < s1 ? n : s1) - s0;
             msf_expand(l->requant == MSF_RQ_FAST2, in + s0, m, l->in_offset, x);
             memset(x + m, 0, 4 * sizeof *x);
-            msf_channels_part_s8(l, 1, x, 0, taps, s0, s1, c0, count, part, out, 0);
+            msf_channels_part1_s8(l, x, taps, s0, s1, c0, count, part, out);
         }
     }
     MSF_COUNT(n * cout);

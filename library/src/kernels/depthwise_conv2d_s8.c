@@ -186,6 +186,13 @@ static MSF_NOINLINE void dw3x3_line(const msf_layer_t *l, const msf_view_t *in,
     }
 }
 
+void msf_depthwise_special_column(const msf_layer_t *l, const msf_view_t *in,
+                                  const msf_view_t *out, int32_t col, int32_t r0, int32_t r1)
+{
+    int32_t window[(l->scratch + 3) / 4];      /* as dw3x3_line's */
+    l->column(l, in, out, col, r0, r1, window);
+}
+
 /* The pixel's fields every call shares: weights (the valid window's first tap set later),
  * strides, offset */
 static void dw_pixels_init(const msf_layer_t *l, int32_t row_stride, dw_pixel_t p[2])

@@ -274,14 +274,15 @@ MSF_INLINE void msf_conv_channels(const int pixels, const int mode, const int fu
  * pixels, the filter `groups` groups long */
 void msf_conv_channels_any(const msf_layer_t *l, int32_t pixels, const int16_t *x, int32_t d,
                            int32_t groups, int8_t *o, int32_t ors);
+/* ... of one pixel (dense: without the two-pixel code) */
+void msf_conv_channels1(const msf_layer_t *l, const int16_t *x, int32_t d, int32_t groups,
+                        int8_t *o, int32_t ors);
 
-/* ... from windows gathered in parts: the part of taps [s0, s1) (s0 a multiple of four, taps
- * in filter order) at x added to the accumulators of channels [c0, c0 + count)
- * (count <= MSF_CHANNEL_CHUNK, c0 even) of one pixel or two (the second d taps further),
- * part[2 c + p] for channel c0 + c and pixel p, started at the bias when s0 is 0; requantized
- * into o + c0 (o + ors + c0) once s1 is the filter's end, `taps` (conv2d_s8.c). */
-void msf_channels_part_s8(const msf_layer_t *l, int32_t pixels, const int16_t *x, int32_t d,
-                          int32_t taps, int32_t s0, int32_t s1, int32_t c0, int32_t count,
-                          int32_t *part, int8_t *o, int32_t ors);
+/* ... from windows gathered in parts, one pixel: the part of taps [s0, s1) (s0 a multiple of
+ * four, taps in filter order) at x added to the accumulators of channels [c0, c0 + count)
+ * (count <= MSF_CHANNEL_CHUNK, c0 even), part[2 c] for channel c0 + c, started at the bias when
+ * s0 is 0; requantized into o + c0 once s1 is the filter's end, `taps` (conv2d_s8.c; dense) */
+void msf_channels_part1_s8(const msf_layer_t *l, const int16_t *x, int32_t taps, int32_t s0,
+                           int32_t s1, int32_t c0, int32_t count, int32_t *part, int8_t *o);
 
 #endif /* MSF_MAC_S8_H */
