@@ -132,34 +132,27 @@ def read_options(get, facts: BoardFacts, project_dir: Path, env_name: str,
             raise fail("custom_msf_calibration", f"no such file or folder: "
                                                  f"{project_dir / calibration}")
         calibration = str(project_dir / calibration)
-    input_range = (get("custom_msf_input_range", "") or "").strip() or None
-    if input_range is not None:
-        from ..model.calibration import parse_input_range
+    from ..model.calibration import parse_input_range
+    from ..options import parse_code_budget, parse_input_shape
+
+    def optional(option: str, parse):
+        """An option's value parsed, None when unset; a bad value: one line naming it."""
+        text = (get(option, "") or "").strip()
         try:
-            input_range = parse_input_range(input_range, "custom_msf_input_range")
+            return parse(text, option) if text else None
         except MsfError as exc:
             raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+
+    input_range = optional("custom_msf_input_range", parse_input_range)
     try:
         check_plan_options(objective, max_overhead,           # auto: the board's budget
                            facts.ram if limit == "auto" else ram_limit, cost_model, None,
                            INI_NAMES)
     except MsfError as exc:
         raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
-    input_shape = (get("custom_msf_input_shape", "") or "").strip() or None
-    if input_shape is not None:
-        from ..options import parse_input_shape
-        try:
-            input_shape = parse_input_shape(input_shape, "custom_msf_input_shape")
-        except MsfError as exc:
-            raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    input_shape = optional("custom_msf_input_shape", parse_input_shape)
     section, section_size = _weights_section(get, facts, fail)
-    code_budget = (get("custom_msf_code_budget", "") or "").strip() or None
-    if code_budget is not None:
-        from ..options import parse_code_budget
-        try:
-            code_budget = parse_code_budget(code_budget, "custom_msf_code_budget")
-        except MsfError as exc:
-            raise fail(exc.where, str(exc).split(": ", 1)[-1]) from None
+    code_budget = optional("custom_msf_code_budget", parse_code_budget)
     return Options(model, objective, max_overhead, ram_limit, cost_model, output,
                    measure == "yes" or (measure == "auto" and measure_by_default),
                    calibration, input_range, stream_in, profile == "yes", input_shape,
