@@ -97,7 +97,7 @@ def every_entry() -> list[str]:
     for header, template in (("edge.h", "msf_layer_column_of"), ("executor.h", "msf_run_edge_of")):
         text = (RUNTIME / header).read_text()
         body = text[text.index(f"void {template}("):]
-        names |= set(re.findall(r"if \((?:ops|schemes|heads) & [^{]*\{\s+(\w+)\(",
+        names |= set(re.findall(r"if \(\(?(?:ops|schemes|heads) & [^{]*\{\s+(\w+)\(",
                                 body[:body.index("\n}\n")]))
     return sorted(names)
 

@@ -299,7 +299,7 @@ def _dispatched(header: str, template: str) -> set:
     text = (LIBRARY / "src" / header).read_text()
     body = text[text.index(f"void {template}("):]
     body = body[:body.index("\n}\n")]
-    return set(re.findall(r"if \((?:ops|schemes|heads) & [^{]*\{\s+(\w+)\(", body))
+    return set(re.findall(r"if \(\(?(?:ops|schemes|heads) & [^{]*\{\s+(\w+)\(", body))
 
 
 @pytest.mark.parametrize("board", stack.boards())
