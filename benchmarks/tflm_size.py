@@ -27,13 +27,20 @@ qemu_f767zi, qemu_esp32c3 and qemu_esp32s3 (firmwares of the four MLPerf Tiny fi
 --models), and of the kernel files whose layers all run specialised kernels what the linker
 kept: the sizes codegen/flash.py's code estimate takes (the largest of the three).
 
+--cmsis-nn DIR: also TFLite Micro built with its CMSIS-NN kernels (OPTIMIZED_KERNEL_DIR=cmsis_nn,
+CMSIS_NN_PATH=DIR, a checkout of https://github.com/ARM-software/CMSIS-NN; CMSIS from the
+checkout's downloads/ folder, nothing fetched), the configuration a Cortex-M deployment uses:
+its code and constant data beside.
+
 Run: python benchmarks/tflm_size.py --tflm DIR --models DIR [--zoo] [--board qemu_f412zg]
+     [--cmsis-nn DIR]
      python benchmarks/tflm_size.py --units --models DIR
 """
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -55,6 +62,9 @@ from msf_pio.pio.project import pio  # noqa: E402
 
 GEN = "gen/cortex_m_generic_cortex-m4_release_gcc"
 LIB = f"{GEN}/lib/libtensorflow-microlite.a"
+# with --cmsis-nn: the same build with TFLite Micro's CMSIS-NN kernels (OPTIMIZED_KERNEL_DIR;
+# CMSIS and CMSIS-NN already in the checkout's downloads/ folder)
+LIB_CMSIS_NN = "gen/cortex_m_generic_cortex-m4_release_cmsis_nn_gcc/lib/libtensorflow-microlite.a"
 MAKE = ["make", "-f", "tensorflow/lite/micro/tools/make/Makefile", "TARGET=cortex_m_generic",
         "TARGET_ARCH=cortex-m4", "BUILD_TYPE=release", "CORE_OPTIMIZATION_LEVEL=-Os",
         "KERNEL_OPTIMIZATION_LEVEL=-Os", "THIRD_PARTY_KERNEL_OPTIMIZATION_LEVEL=-Os",
@@ -120,15 +130,15 @@ int main()
 """
 
 
-def tflm_flash(tflm: Path, path: Path, work: Path) -> dict[str, int]:
-    """The bytes the firmware keeps of TFLite Micro's library (code, constant data) and the
-    model's flatbuffer."""
+def tflm_flash(tflm: Path, path: Path, work: Path, lib: str = LIB) -> dict[str, int]:
+    """The bytes the firmware keeps of TFLite Micro's library `lib` (code, constant data) and
+    the model's flatbuffer."""
     work.mkdir(parents=True, exist_ok=True)
     src = work / "main.cc"
     src.write_text(main_cc(path.read_bytes(), builtin_ops(path)))
     elf, mapfile = work / "tflm.elf", work / "tflm.map"
     cmd = ["arm-none-eabi-g++", *FLAGS, *(f"-I{tflm / i}" for i in INCLUDES), str(src),
-           str(tflm / LIB), *LINK, f"-Wl,-Map={mapfile}", "-o", str(elf)]
+           str(tflm / lib), *LINK, f"-Wl,-Map={mapfile}", "-o", str(elf)]
     built = subprocess.run(cmd, capture_output=True, text=True)
     if built.returncode:
         raise SystemExit(f"{path.name}: the TFLite Micro firmware did not link:\n"
@@ -234,6 +244,9 @@ def main(argv=None) -> int:
     ap.add_argument("--board", default="qemu_f412zg")
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--units", action="store_true", help="the code of every runtime file")
+    ap.add_argument("--cmsis-nn", type=Path, metavar="DIR",
+                    help="also TFLite Micro with its CMSIS-NN kernels from this CMSIS-NN "
+                         "checkout (offline build)")
     args = ap.parse_args(argv)
     if args.models is None and args.zoo is None:
         raise SystemExit("--models DIR or --zoo is needed")
@@ -248,10 +261,16 @@ def main(argv=None) -> int:
         raise SystemExit("--tflm DIR is needed (a TFLite Micro checkout)")
     if shutil.which("arm-none-eabi-g++") is None:
         raise SystemExit("needs arm-none-eabi-g++")
-    if not (args.tflm / LIB).is_file():
-        root = Path(shutil.which("arm-none-eabi-gcc")).parent
-        subprocess.run([*MAKE, f"TARGET_TOOLCHAIN_ROOT={root}/", f"-j{args.jobs}"],
-                       cwd=args.tflm, check=True)
+    root = Path(shutil.which("arm-none-eabi-gcc")).parent
+    # the Makefile runs its examples' generator scripts with `python3` (numpy, Pillow): this one
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+    builds = [(LIB, [])] + ([(LIB_CMSIS_NN, ["OPTIMIZED_KERNEL_DIR=cmsis_nn",
+                                             f"CMSIS_NN_PATH={args.cmsis_nn.resolve()}"])]
+                            if args.cmsis_nn else [])
+    for lib, extra in builds:
+        if not (args.tflm / lib).is_file():
+            subprocess.run([*MAKE, *extra, f"TARGET_TOOLCHAIN_ROOT={root}/", f"-j{args.jobs}"],
+                           cwd=args.tflm, check=True, env=env)
     files = [] if args.models is None else (
         [args.models / f for f in BENCHMARKS if (args.models / f).is_file()] or
         sorted(args.models.glob("*.tflite")))
@@ -268,20 +287,29 @@ def main(argv=None) -> int:
         with ThreadPoolExecutor(args.jobs) as pool:
             mine = list(pool.map(lambda p: ours(core, tmp, p, args.board), files))
         theirs = [tflm_flash(args.tflm, p, tmp / f"tflm-{p.stem}") for p in files]
+        cmsis = [tflm_flash(args.tflm, p, tmp / f"cmsis-{p.stem}", LIB_CMSIS_NN)
+                 if args.cmsis_nn else None for p in files]
     print(f"| model | ops | msf-pio plan ({args.board}) | msf-pio code B (estimate) | "
           "msf-pio data B (counted) | msf-pio stack B (predicted) | TFLM code B | TFLM data B | "
-          "TFLM flatbuffer B | code msf-pio / TFLM | code + data msf-pio / TFLM (+ flatbuffer) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    for path, op_names, (plan, size), t in zip(files, ops, mine, theirs):
+          "TFLM flatbuffer B | code msf-pio / TFLM | code + data msf-pio / TFLM (+ flatbuffer) |"
+          + (" TFLM+CMSIS-NN code B | data B | code msf-pio / TFLM+CMSIS-NN | code + data "
+             "msf-pio / TFLM+CMSIS-NN (+ flatbuffer) |" if args.cmsis_nn else ""))
+    print("|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|" +
+          ("---:|---:|---:|---:|" if args.cmsis_nn else ""))
+    for path, op_names, (plan, size), t, c in zip(files, ops, mine, theirs, cmsis):
         if isinstance(size, str):
             print(f"| {path.name} | {op_names} | error: {size} | | | | {t['code']:,} | "
-                  f"{t['data']:,} | {t['model']:,} | | |")
+                  f"{t['data']:,} | {t['model']:,} | | |" + (" | | | |" if c else ""))
             continue
         total, their_total = size["code"] + size["data"], t["code"] + t["data"] + t["model"]
+        more = ""
+        if c:
+            more = (f" {c['code']:,} | {c['data']:,} | {size['code'] / c['code']:.2f} | "
+                    f"{total / (c['code'] + c['data'] + c['model']):.2f} |")
         print(f"| {path.name} | {op_names} | {plan} | {size['code']:,} ({size['est_code']:,}) | "
               f"{size['data']:,} ({size['est_data']:,}) | {size['stack']} | "
               f"{t['code']:,} | {t['data']:,} | {t['model']:,} | "
-              f"{size['code'] / t['code']:.2f} | {total / their_total:.2f} |", flush=True)
+              f"{size['code'] / t['code']:.2f} | {total / their_total:.2f} |" + more, flush=True)
     return 0
 
 
