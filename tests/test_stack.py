@@ -123,7 +123,12 @@ def test_prediction_follows_the_kernels_of_the_plan():
     dense = stack.predict(model, plan, board)
     spatial = ("conv2d", "depthwise_conv2d")
     assert any(functions[f].get("unit") in spatial for f, _ in conv.path)
-    assert not any(functions[f].get("unit") in spatial for f, _ in dense.path)
+    # (msf_dense's own calls into conv2d_s8.c's channel loops count: a kernel's calls are made
+    # whatever their file; measured 2,004 B on qemu_esp32s3 against 1,904 B when they did not)
+    frames = dict(dense.path)
+    assert "msf_layer_column" not in frames and "msf_dense" in frames
+    after = [f for f, _ in dense.path[[f for f, _ in dense.path].index("msf_dense") + 1:]]
+    assert after and set(after[:1]) <= set(functions["msf_dense"]["calls"])
     buffer = max(kernel_data.scratch_bytes(layer, False) for layer in model.layers)
     assert buffer == 2 * (640 + 4)              # its 640 inputs expanded, and a group's padding
     assert dict(dense.path)["msf_dense"] == functions["msf_dense"]["frame"] + \

@@ -97,6 +97,11 @@ WHOLE_KERNELS = (*CALLED_KERNELS, "msf_stream_keep")
 SCHEDULE_CALLS = "msf_run_edge"       # what the schedule's function calls for every other edge
 
 
+# The runtime units that are executors (library/src/schemes/<executor>.c): they dispatch to
+# the kernels of their edge's ops; a kernel's unit calls what it calls
+EXECUTORS = frozenset(s.EXECUTOR for s in schemes.REGISTRY)
+
+
 def edge_scratch(model, e, sizes: list[int]) -> tuple:
     """(function, bytes) of the SCRATCH arrays edge e's layers allocate (sizes: per layer)."""
     return tuple((fn, max((sizes[l] for l in range(e.first, e.last + 1)
@@ -167,6 +172,16 @@ class _Graph:
         self.interrupts = prof.get("interrupts", {})
         self.specialised = int(prof.get("specialised", 0))
 
+    def _another_kernel(self, name: str, callee: str, units: frozenset) -> bool:
+        """Whether a dispatch (a function of no unit, or an executor) calls `callee` only for
+        an edge of other units. A kernel's own calls are made whatever their file: msf_dense
+        runs conv2d_s8.c's msf_conv_channels1."""
+        unit = self.functions[callee].get("unit", "")
+        caller = self.functions[name].get("unit", "")
+        if caller and caller not in EXECUTORS:
+            return False
+        return bool(unit) and "*" not in units and unit not in units
+
     def _other_way(self, name: str, callee: str, whole: bool) -> bool:
         """Whether the schedule's function (name) runs the edge otherwise than through callee:
         a whole-tensor edge by calling its kernel, never msf_run_edge; any other edge through
@@ -195,8 +210,7 @@ class _Graph:
             raise ValueError(f"{name} has a dynamic frame the predictor cannot bound")
         best, via = 0, ()
         for callee in fn["calls"]:
-            unit = self.functions[callee].get("unit", "")
-            if unit and "*" not in units and unit not in units:
+            if self._another_kernel(name, callee, units):
                 continue                        # another op's kernel or another scheme
             if self._other_way(name, callee, whole):
                 continue
@@ -215,8 +229,7 @@ class _Graph:
         units: each of the edge's units is among them unless the profile lacks its kernel."""
         found = {self.functions[name].get("unit", "")}
         for callee in self.functions[name]["calls"]:
-            unit = self.functions[callee].get("unit", "")
-            if unit and "*" not in units and unit not in units:
+            if self._another_kernel(name, callee, units):
                 continue
             if self._other_way(name, callee, whole):
                 continue
