@@ -1,13 +1,14 @@
 """Calibrates the latency cost model (msf_pio/fusion/latency.py) on the emulated boards.
 
 Runs a set of small one-layer models and fused blocks (small enough for the 16 KB board) through
-PlatformIO on every emulated board under vanilla and fused plans, with benchmarks/firmware/main.c
+PlatformIO on every emulated board under vanilla and fused plans (P1 at F 1.3 and at any F; P2
+within the RAM of a line-buffer plan), with benchmarks/firmware/main.c
 timing msf_model_run alone (QEMU -icount: instructions), and fits, per board, the
 instructions-per-count coefficients of latency.FEATURES by non-negative least squares on
 relative errors. Writes msf_pio/fusion/latency_profiles.json and prints the fit's residuals.
 
 Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]
-     (all five boards, 57 runs each)
+     (all five boards, 92 runs each)
 """
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ MODELS = {
     # a window longer than the conv kernel's buffer holds for two pixels: gathered in parts
     "conv3-c128": ([5, 5, 128], [{"op": "conv2d", "out": 20, "kernel": 3}]),
     "conv3-c2": ([14, 14, 2], [{"op": "conv2d", "out": 24, "kernel": 3}]),
+    # stride-1 windows of short kernel rows (COMMONED_ROW) against longer ones: a stem over
+    # three channels, 12 channels (36 taps)
+    "conv3-c3": ([16, 16, 3], [{"op": "conv2d", "out": 16, "kernel": 3}]),
+    "conv3-c12": ([12, 12, 12], [{"op": "conv2d", "out": 16, "kernel": 3}]),
     "conv8x3-s2-c1": ([29, 12, 1], [{"op": "conv2d", "out": 32, "kernel": [8, 3],
                                       "stride": 2}]),
     # pointwise layers over many input channels (a lone last row) and to many outputs, so
@@ -101,11 +106,45 @@ MODELS = {
                                     "stride": 2}]),
     "resize-c8": ([8, 8, 8], [{"op": "resize_nearest"}]),
     "resize3-c32": ([6, 6, 32], [{"op": "resize_nearest", "scale": 3}]),
+    # two output channels: the per-pixel search for the first taps apart from the outputs'
+    "tconv2-s2-c2": ([16, 16, 8], [{"op": "transpose_conv", "out": 2, "kernel": 2,
+                                    "stride": 2}]),
+    # the per-value kernels of fixed-point math: hard-swish; a squeeze-and-excite block
+    # (global pool, 1x1 convs of one pixel, logistic gate, broadcast product) as MobileNetV3's;
+    # logistic after a conv (SSDLite's heads); softmax over a dense layer's classes
+    "hswish": ([12, 12, 32], [{"op": "hard_swish"}]),
+    "ir-se": ([8, 8, 16], [{**IR, "out": 16, "expanded": 48, "kernel": 3, "stride": 1,
+                            "act": "hard_swish", "se": 16}]),
+    "pw-logistic": ([6, 6, 16], [{"op": "pointwise", "out": 32}, {"op": "logistic"}]),
+    "dense-softmax": ([1, 1, 64], [{"op": "dense", "out": 12}, {"op": "softmax"}]),
+    # a global pool of few pixels and many channels: its division per channel
+    "gap-c288": ([3, 3, 288], [{"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
+    # line buffers (p2:lb) with wide rings (their slides) over a strided stem's lone pixels
+    "lb-stem-dw-pw": ([48, 48, 4], [{"op": "conv2d", "out": 32, "kernel": 3, "stride": 2},
+                                    {"op": "depthwise_conv2d", "kernel": 3},
+                                    {"op": "pointwise", "out": 16}]),
+    "lb-stem-ir": ([40, 40, 3], [{"op": "conv2d", "out": 16, "kernel": 3, "stride": 2},
+                                 {**IR, "out": 16, "expand": 6, "kernel": 3, "stride": 1}]),
+    # p1:1.3 splits the second triple's channels in groups of 8, tiles of two rows and a
+    # lone last one (the projection's int32 sums)
+    "ir-split": ([10, 10, 16], [{**IR, "out": 16, "expand": 6, "kernel": 3, "stride": 1},
+                                {**IR, "out": 24, "expand": 6, "kernel": 3, "stride": 2}]),
+    # a strided triple split in groups of 8: tiles of two rows (p1:1.3) and of one (p1:inf)
+    "ir-split-s2": ([12, 12, 16], [{**IR, "out": 16, "expand": 6, "kernel": 3, "stride": 2}]),
+    # a 1x1 and a 3x3 conv staged pixel by pixel into a head (p1): lone pixels, their output
+    # channels in wide blocks (kernel_counts.lone_blocks) over many input channels
+    "pw-head": ([4, 4, 96], [{"op": "pointwise", "out": 192}, {"op": "global_avgpool"},
+                             {"op": "dense", "out": 10}]),
+    "conv-head": ([6, 6, 32], [{"op": "conv2d", "out": 48, "kernel": 3},
+                               {"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
 }
 # models with no YAML form, as .tflite files: a streaming model's stream and crop layers (bytes
 # moved), its 128 features in rings of 24 new rows
 FILES = {"stream-crop": lambda: streaming_net(1, frame_rows=24, features=128)}
-PLANS = {"vanilla": {"objective": "vanilla"}, "p1:inf": {}, "p1:1.3": {"max_overhead": "1.3"}}
+PLANS = {"vanilla": {"objective": "vanilla"}, "p1:inf": {}, "p1:1.3": {"max_overhead": "1.3"},
+         # P2 within the RAM of the model's line-buffer plan: line buffers, which P1 rarely
+         # picks in models this small (the RAM limit is the model's own)
+         "p2:lb": {"objective": "min_macs"}}
 
 
 def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
@@ -130,13 +169,13 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
     return x
 
 
-def counts_of(model, plan, dsp: bool) -> dict[str, int]:
+def counts_of(model, plan, wide: int) -> dict[str, int]:
     """The plan's counts, and the first run's restore of a streaming model's state (the
     firmware times one run, the first)."""
     total: dict[str, int] = {"copy.bytes": model.state_bytes()}
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
-                                        dsp, e.detail.get("g")).items():
+                                        wide, e.detail.get("g")).items():
             total[k] = total.get(k, 0) + v
     return total
 
@@ -165,15 +204,22 @@ def main(argv=None) -> int:
             for label, opts in PLANS.items():
                 if label != "vanilla" and model.n_layers == 1:
                     continue
+                if label == "p2:lb":
+                    lb, _ = plan_model(model, schemes=("line-buffer",))
+                    opts = {**opts, "ram_limit": str(lb.peak_ram)}
                 plan, _ = plan_model(model, opts.get("objective", "min_ram"),
-                                     float(opts.get("max_overhead", "inf")))
+                                     float(opts.get("max_overhead", "inf")),
+                                     ram_limit=opts.get("ram_limit") and int(opts["ram_limit"]))
                 if label != "vanilla" and not any(e.fused for e in plan.blocks):
                     continue
+                if label == "p2:lb" and not any(e.scheme == "line-buffer" for e in plan.blocks):
+                    continue
                 jobs += [(name, label, str(path), opts,
-                          counts_of(model, plan, latency.has_dsp(b)), b) for b in boards]
+                          counts_of(model, plan, latency.wide(b)), b,
+                          (plan.macs, plan.peak_ram)) for b in boards]
 
         def one(job):
-            name, label, path, opts, counts, board = job
+            name, label, path, opts, counts, board, _ = job
             project = project_for(tmp, f"{name}-{label.replace(':', '_')}", board, model=path,
                                   **opts)
             return job, run(core, project, board)
@@ -183,8 +229,11 @@ def main(argv=None) -> int:
     out = json.loads(latency.PROFILES.read_text()) if latency.PROFILES.is_file() else {}
     for board in boards:
         rows = [(job, int(r["cycles"])) for job, (r, err) in results
-                if job[5] == board and r is not None]
-        failed = [(job[0], job[1], err) for job, (r, err) in results if job[5] == board and r is None]
+                if job[5] == board and r is not None and
+                job[6] == (int(r["macs"]), int(r["arena"]))]
+        failed = [(job[0], job[1], err or "not the plan counted (MACs, arena)")
+                  for job, (r, err) in results if job[5] == board and
+                  (r is None or job[6] != (int(r["macs"]), int(r["arena"])))]
         for f in failed:
             print(f"{board}: {f[0]} {f[1]} failed: {f[2][:100]}")
         a = np.array([[job[4].get(k, 0) for k in latency.FEATURES] for job, _ in rows], float)

@@ -139,8 +139,8 @@ def snapshot(name: str, model, run: bool, reference: bool, all_latency: bool = T
     out["edges"] = [edge_row(e) for e in graph.edges]
     if all_latency:
         out["edge_counts"] = [jsonable(latency.edge_counts(model, e.first, e.last, e.scheme,
-                                                           e.tile_rows, dsp, e.detail.get("g")))
-                              for e in graph.edges for dsp in (True, False)]
+                                                           e.tile_rows, wide, e.detail.get("g")))
+                              for e in graph.edges for wide in (2, 3)]
     out["hcache_edges"] = [edge_row(e) for e in build_graph(model, "exact", ("h-cache",)).edges]
     try:
         out["paper_edges"] = [edge_row(e) for e in build_graph(model, "paper").edges]

@@ -18,6 +18,7 @@ from msf_pio.codegen import kernel_data
 from msf_pio.codegen.generate import generate, group_layer, weight_bytes
 from msf_pio.codegen.host import LIBRARY, write_sources
 from msf_pio.fusion import latency, solvers
+from msf_pio.fusion.geometry import layer_macs
 from msf_pio.fusion.graph import build_graph
 from msf_pio.fusion.plan import Plan
 from msf_pio.fusion.schemes import channel_split
@@ -156,7 +157,8 @@ def test_mn2_vww5_split_edges_through_the_reference(mn2):
 def test_latency_counts_the_groups(mn2):
     """The split runs the tiles' schedule once per group on the group's layers: every column
     call n times, the expand's and depthwise's outputs once over all groups, the project's
-    outputs (added into the sums) n times, and the edge's MACs."""
+    pixels into the sums (msf_conv2d_sums_column: its MACs, rows in pairs then a lone one),
+    the sums requantized once per output, and the edge's MACs."""
     model, graph, _, _ = mn2
     e = next(e for e in graph.edges if e.scheme == "channel-split" and e.tile_rows > 1)
     tiles = latency.edge_counts(model, e.first, e.last, "tiles", e.tile_rows)
@@ -164,9 +166,14 @@ def test_latency_counts_the_groups(mn2):
     n = model.layers[e.first].cout // e.detail["g"]
     assert split["calls"] == tiles["calls"] * n
     assert split["depthwise.outputs"] == tiles["depthwise.outputs"]
-    # the block output is computed once under the tiles; the split adds it n times
-    assert split["conv1x1.outputs"] - tiles["conv1x1.outputs"] == \
-        (n - 1) * model.tensor_bytes(e.last + 1)
+    # the expand's outputs once, as under the tiles; the project's into the sums instead
+    out = model.tensor_bytes(e.last + 1)
+    assert tiles["conv1x1.outputs"] - split["conv1x1.outputs"] == out == split["sums.outputs"]
+    project = model.layers[e.last]
+    h, w, _ = project.out_shape
+    rows = [min(e.tile_rows, h - y) for y in range(0, h, e.tile_rows)]
+    assert split["sums.macs_single"] == sum(r % 2 for r in rows) * w * project.cin * project.cout
+    assert split["sums.macs_pair"] + split["sums.macs_single"] == layer_macs(project)
     assert sum(v for k, v in split.items() if ".macs" in k) == e.macs
 
 

@@ -70,8 +70,8 @@ def board():
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spec=small_specs(max_layers=12), streamed=st.sampled_from([(0, 0), (1, 0), (0, 1)]),
-       dsp=st.booleans())
-def test_count_table_is_every_edges_counts(spec, streamed, dsp):
+       wide=st.sampled_from([kernel_counts.WIDE_DSP, kernel_counts.WIDE_RV32]))
+def test_count_table_is_every_edges_counts(spec, streamed, wide):
     """The blocks of a family share their layers' counts in count_table (what min_latency
     prices): every row is the edge's own edge_counts."""
     model = replace(spec_to_model(spec), stream_input=bool(streamed[0]),
@@ -80,9 +80,9 @@ def test_count_table_is_every_edges_counts(spec, streamed, dsp):
         graph = build_graph(model)
     except MsfError:                     # a stream the model cannot have
         return
-    table = latency.count_table(model, graph.edges, dsp)
+    table = latency.count_table(model, graph.edges, wide)
     for e, row in zip(graph.edges, table):
-        counts = latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, dsp,
+        counts = latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, wide,
                                      e.detail.get("g"))
         assert set(counts) <= set(latency.FEATURES)
         assert row.tolist() == [counts.get(f, 0) for f in latency.FEATURES], e
@@ -103,7 +103,7 @@ def test_min_latency_is_the_least_predicted_time_within_the_limit(board):
 def exact_costs(model, edges, board):
     """Predicted cycles of every edge as a Fraction: the counts times the coefficients."""
     coefficients = latency.profile(board)
-    table = latency.count_table(model, edges, coefficients.dsp)
+    table = latency.count_table(model, edges, coefficients.wide)
     prices = [Fraction(coefficients.get(f, 0.0)) for f in latency.FEATURES]
     return [sum(int(n) * c for n, c in zip(row, prices)) for row in table]
 
@@ -171,6 +171,7 @@ def test_monitor_shows_predicted_against_measured():
     ([11, 8, 3], {"out": 5, "kernel": [3, 5], "stride": [2, 1], "padding": "valid"}),
     ([6, 6, 2], {"out": 3, "kernel": 1}),                  # a column of six: two blocks
     ([5, 5, 200], {"out": 4, "kernel": 3}),                # a window gathered in parts
+    ([7, 5, 8], {"out": 7, "kernel": 3}),                  # short stride-1 kernel rows
 ])
 def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
     """A single dense convolution's pixels in blocks of three, pairs and lone ones, and the
@@ -193,7 +194,7 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
     row = kw * layer.cin + (kw * layer.cin * sh) % 2
     scratch = kernel_data.scratch_bytes(layer, False)
     macs = layer_macs(layer)
-    for step in (3, 2):
+    for step, wide in ((3, kernel_counts.WIDE_DSP), (2, kernel_counts.WIDE_RV32)):
         px = {3: 0, 2: 0, 1: 0}
         taps = 0
         if (kh + sh) * row > kernel_data.CONV_BUFFER - 4:           # per pixel pair, in parts
@@ -209,14 +210,34 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
                 px[3] += r - p
                 px[2] += (q - r) // 2 * 2
                 px[1] += (q - r) % 2
-        counts = latency.edge_counts(model, 0, 0) if step == 3 else \
-            kernel_counts.spatial_counts(layer, macs, ow, [oh], ow, True, False, special=False)
+        counts = latency.edge_counts(model, 0, 0, wide=wide) if step == 3 else \
+            kernel_counts.spatial_counts(layer, macs, ow, [oh], ow, True, wide, special=False)
+        # a lone pixel's channels: `wide` pairs per block while 2 wide channels are left, then
+        # pairs (msf_conv_channels); in parts, per chunk of 16 channels while `wide` pairs are
+        # left (pairs_partial)
+        lone_blocks = lone_wide = 0
+        if scratch < 2 * kernel_data.CONV_BUFFER:
+            for c in range(0, cout - 2 * wide + 1, 2 * wide):
+                lone_blocks, lone_wide = lone_blocks + 1, lone_wide + 2 * wide
+            lone_blocks += -(-(cout - lone_wide) // 2)
+        for c in range(0, cout, 16) if scratch == 2 * kernel_data.CONV_BUFFER else ():
+            count = min(16, cout - c)
+            j = 0
+            while j + wide <= -(-count // 2):
+                lone_blocks, lone_wide, j = lone_blocks + 1, lone_wide + min(2 * wide, count - 2 * j), j + wide
+            lone_blocks += -(-count // 2) - j
         assert counts[f"{cls}.taps"] == taps * ow
         assert counts[f"{cls}.blocks"] == \
-            (px[3] // 3 + px[2] // 2 + px[1]) * ow * -(-cout // 2)
-        assert counts[f"{cls}.macs_triple"] == round(macs * px[3] / oh)
+            (px[3] // 3 + px[2] // 2) * ow * -(-cout // 2) + px[1] * ow * lone_blocks
+        # blocks of three over short stride-1 kernel rows apart (kernel_counts.COMMONED_ROW)
+        near = kh > 1 and sh == 1 and row <= kernel_counts.COMMONED_ROW
+        assert counts.get("conv.macs_near" if near else f"{cls}.macs_triple", 0) == \
+            round(macs * px[3] / oh)
+        assert counts.get(f"{cls}.macs_triple" if near else "conv.macs_near", 0) == 0
         assert counts[f"{cls}.macs_pair"] == round(macs * px[2] / oh)
-        assert sum(counts[f"{cls}.macs_{k}"] for k in ("triple", "pair", "single")) == macs
+        assert counts[f"{cls}.macs_wide"] == round(macs * px[1] / oh * lone_wide / cout)
+        assert sum(counts.get(f"{cls}.macs_{k}", 0)
+                   for k in ("triple", "near", "pair", "single", "wide")) == macs
 
 
 def test_boards_with_dsp_are_the_cortex_m4_and_m7():

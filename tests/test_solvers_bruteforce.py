@@ -32,7 +32,7 @@ def check_min_latency(graph, pmaxes, board="qemu_f767zi"):
     coefficients = latency.profile(board)
     prices = [Fraction(coefficients.get(f, 0.0)) for f in latency.FEATURES]
     cost = [sum(int(n) * c for n, c in zip(row, prices))
-            for row in latency.count_table(graph.model, graph.edges, coefficients.dsp)]
+            for row in latency.count_table(graph.model, graph.edges, coefficients.wide)]
     paths = all_paths(graph, cost)
     index = {id(e): k for k, e in enumerate(graph.edges)}
     for pmax in pmaxes:

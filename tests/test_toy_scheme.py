@@ -50,8 +50,8 @@ def test_toy_edges_through_the_reference(toy):
     assert len({(e.first, e.last) for e in edges}) >= 10 and {e.tile_rows for e in edges} == {3}
     assert any(e.last > e.first + 1 and model.layers[e.last].op == "dense" for e in edges)
     for e in edges:
-        assert latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, True) == \
-            latency.edge_counts(model, e.first, e.last, "tiles", 3, True)
+        assert latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows) == \
+            latency.edge_counts(model, e.first, e.last, "tiles", 3)
 
 
 def test_toy_plan_in_json_reports_reference_and_c(toy):

@@ -271,22 +271,27 @@ def _read_ranges(layer: Layer, n: int, in_len: int, axis: int) -> tuple[list, li
 
 
 def demand_sweep(model: Model, end: int, lowest_first: int, axis: int,
-                 oldest: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
+                 oldest: dict[int, list[int]] | None = None,
+                 lives: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
     """_sweep, kept per model (_kept): the widest window simulated answers narrower ones."""
-    key = ("sweep", end, axis, oldest is not None)
+    record = oldest is not None or lives is not None
+    key = ("sweep", end, axis, record)
     kept = _kept(model).get(key)
     if kept is None or kept[0] > lowest_first:
-        first = {} if oldest is not None else None
-        kept = _kept(model)[key] = (lowest_first, *_sweep(model, end, lowest_first, axis, first),
-                                    first)
+        first, live = ({}, {}) if record else (None, None)
+        kept = _kept(model)[key] = (lowest_first, *_sweep(model, end, lowest_first, axis, first,
+                                                          live), first, live)
     lo = lowest_first
     if oldest is not None:
         oldest.update({t: list(v) for t, v in kept[3].items() if t >= lo})
+    if lives is not None:
+        lives.update({t: list(v) for t, v in kept[4].items() if t > lo})
     return _from(kept[1], lo + 1), {**_from(kept[2], lo), lo: -1}   # the input: not made
 
 
 def _sweep(model: Model, end: int, lowest_first: int, axis: int,
-           oldest: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
+           oldest: dict[int, list[int]] | None = None,
+           lives: dict[int, list[int]] | None = None) -> tuple[dict, dict]:
     """Simulate the demand-driven sweep of a block along one axis (0: the rows of the line
     buffer, 1: the columns of one H-cache tile): the block's last layer produces its output
     positions in order, and every layer computes an input position when a consumer first reads
@@ -294,7 +299,9 @@ def _sweep(model: Model, end: int, lowest_first: int, axis: int,
     to the newest produced: its ring) and the last position of every tensor ever produced (a
     window with stride > kernel leaves the last ones unread, so nobody computes them).
     `oldest`, if given, receives for every tensor lowest_first..end the first position any
-    consumer still reads as the last layer writes each of its positions (the extent: none).
+    consumer still reads as the last layer writes each of its positions (the extent: none);
+    `lives`, for every internal tensor, per position as it is produced, the first position any
+    consumer still reads, at most the new one (a line-buffer ring's slide: msf_ring_admit).
     Every layer's reads are tabulated first (input_span of each output position): the
     simulation only looks them up, in lists indexed by layer and tensor."""
     layers, lo = model.layers, lowest_first
@@ -336,6 +343,8 @@ def _sweep(model: Model, end: int, lowest_first: int, axis: int,
                     kept = a[next_pos[c]]
             if i - kept + 1 > span[out]:
                 span[out] = i - kept + 1
+            if lives is not None:
+                lives.setdefault(out + lo, []).append(kept)
 
     for i in range(n_out[-1]):
         compute(len(n_out) - 1, i)

@@ -2,13 +2,15 @@
 
 The runtime's cost is linear in a few counts the exact cost model already knows for every layer
 of an edge (latency.py explains them and prices them per board): MACs (for dense convolutions
-of pixels in blocks of three, pairs and lone ones; for a folded depthwise apart), output
-elements, a dense convolution's inner-loop set-ups and expanded taps, a folded depthwise's
-pixels, padding taps and copied window rows, and kernel calls, each as the kernel instance the
-layer runs (its shape's specialised kernel or the one for any shape: specialised()); and the
+of pixels in blocks of three, pairs and lone ones, a lone pixel's channels in wide blocks apart;
+for a folded depthwise apart), output elements, a dense convolution's inner-loop set-ups and
+expanded taps, a folded depthwise's pixels, padding taps and copied window rows, and kernel
+calls, each as the kernel instance the layer runs (its shape's specialised kernel or the one for
+any shape: specialised()); a channel split's projection into int32 sums (sums_counts); and the
 work of the kernels the schedule calls on whole tensors (whole_counts). Each cache scheme
 (schemes/) says which calls its executor makes of which layers; this module turns a layer's
-calls into counts.
+calls into counts. Counts that depend on the core take `wide`: the channel pairs a lone pixel's
+block takes per input load there (MSF_WIDE_PAIRS of mac_s8.h: wide_pairs()).
 """
 from __future__ import annotations
 
@@ -46,31 +48,44 @@ DEFAULT_BUDGET = 48 * 1024
 
 # feature names: <kernel class>.<count>
 FEATURES = (
-    "conv1x1.macs_triple", "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.outputs",
-    "conv1x1.blocks", "conv1x1.taps",
-    "conv.macs_triple", "conv.macs_pair", "conv.macs_single", "conv.outputs", "conv.blocks",
-    "conv.taps", "conv.parts",
+    "conv1x1.macs_triple", "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.macs_wide",
+    "conv1x1.outputs", "conv1x1.blocks", "conv1x1.taps",
+    "conv.macs_triple", "conv.macs_near", "conv.macs_pair", "conv.macs_single", "conv.macs_wide",
+    "conv.outputs", "conv.blocks", "conv.taps", "conv.parts",
+    "sums.macs_pair", "sums.macs_single", "sums.outputs",
     "depthwise.macs", "depthwise.macs_folded", "depthwise.pad_taps", "depthwise.copies",
     "depthwise.outputs", "depthwise.outputs_any", "depthwise.pixels", "depthwise.copy_rows",
-    "add.outputs", "max_pool.macs", "max_pool.outputs", "avg_pool.macs", "avg_pool.outputs",
-    "global_avgpool.macs", "dense.macs", "dense.outputs", "calls", "edge.count",
+    "add.outputs", "mul.outputs", "hard_swish.outputs", "logistic.outputs", "softmax.outputs",
+    "max_pool.macs", "max_pool.outputs", "avg_pool.macs", "avg_pool.outputs",
+    "global_avgpool.macs", "global_avgpool.outputs", "dense.macs", "dense.outputs", "calls",
+    "edge.count",
     "transpose_conv.macs", "transpose_conv.taps", "transpose_conv.outputs",
-    "resize.pixels", "resize.outputs", "copy.bytes",
+    "transpose_conv.pixels", "resize.pixels", "resize.outputs", "copy.bytes", "ring.bytes",
+    "ring.slides", "ring.row_calls",
 )
+# channel pairs a lone pixel's block takes per input load (mac_s8.h, MSF_WIDE_PAIRS): two with
+# the DSP extension (its 14 registers) and on Xtensa (16), three on RV32 (32)
+WIDE_DSP, WIDE_RV32 = 2, 3
+
+
+def wide_pairs(dsp: bool, arch: str) -> int:
+    """MSF_WIDE_PAIRS of a core: with (`dsp`) or without the DSP extension, its `arch`."""
+    return WIDE_DSP if dsp or arch == "xtensa" else WIDE_RV32
 
 
 def kernel_class(layer) -> str:
     if layer.op == ir.CONV:
         return "conv1x1" if layer.kernel == (1, 1) else "conv"
-    if layer.op in ir.PIXEL_OPS:
+    if layer.op in (ir.HARD_SWISH, ir.LOGISTIC, ir.SOFTMAX, ir.MUL):
+        return layer.op          # fixed-point math per value, each its own price
+    if layer.op in ir.PIXEL_OPS or layer.op == ir.CONCAT:
         return "add"     # uncalibrated: priced as the other MAC-free per-value kernel
     if layer.op == ir.TRANSPOSE_CONV:
         return "transpose_conv"
     if layer.op == ir.RESIZE_NEAREST:
         return "resize"
     # max and average pools apart: an average divides per output (slow on some cores)
-    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.CONCAT: "add", ir.MUL: "add",
-            ir.MAX_POOL: "max_pool",
+    return {ir.DEPTHWISE: "depthwise", ir.ADD: "add", ir.MAX_POOL: "max_pool",
             ir.AVG_POOL: "avg_pool", ir.GLOBAL_AVGPOOL: "global_avgpool",
             ir.DENSE: "dense"}[layer.op]
 
@@ -160,6 +175,14 @@ def saved_instructions(model) -> dict:
 
 
 # -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------
+# kernel rows of a stride-1 window up to this many taps: a specialised kernel's three pixels read
+# rows one kernel row apart, so GCC -O3 without the DSP path (RV32) keeps loads across groups
+# (predictive commoning) and spills in the inner loop: 5.3 instructions per MAC for 8 input
+# channels (24 taps), 3.8 for 12 (36) on qemu_esp32c3; the other cores are unaffected (their
+# coefficient prices it alike)
+COMMONED_ROW = 32
+
+
 def conv_row(kw: int, cin: int, sh: int) -> int:
     """Taps of a filter's kernel row: kw * cin, and a zero when a stride of sh rows would
     start a window on an odd tap (the kernels read windows a word at a time; msf_conv_row)."""
@@ -249,16 +272,33 @@ def copied_columns(layer, cols: int, slots: int | None) -> int:
     return int(copied.sum())
 
 
+def lone_blocks(layer, wide: int) -> tuple[int, int]:
+    """A lone pixel's inner-loop blocks and the output channels of its wide ones, for a conv
+    layer on a core taking `wide` channel pairs per block (msf_conv_channels: wide blocks while
+    2 wide channels are left, then pairs; a window gathered in parts: per chunk of
+    CHANNEL_CHUNK channels, wide blocks while `wide` of its pairs are left, pairs_partial)."""
+    cout = layer.cout
+    if conv_fits(layer):
+        rest = cout % (2 * wide)
+        return cout // (2 * wide) + -(-rest // 2), cout - rest
+    blocks = channels = 0
+    for c0 in range(0, cout, CHANNEL_CHUNK):
+        count = min(CHANNEL_CHUNK, cout - c0)
+        pairs = -(-count // 2)
+        blocks += pairs // wide + pairs % wide
+        channels += min(count, pairs // wide * wide * 2)
+    return blocks, channels
+
+
 def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols: int,
-                   whole_input: bool, dsp: bool, special: bool = True,
+                   whole_input: bool, wide: int, special: bool = True,
                    slots: int | None = None, across: bool = False) -> dict:
     """Counts of a window layer or add computing `cols` columns for calls of the given rows;
-    `whole_input`: it reads a whole tensor (else column rings of `slots` columns); `dsp`: the
-    core's SIMD paths (the same counts: the kernels differ per core in their coefficients
-    only); `special`: the layer is among the specialised ones (specialised()); `across`: the
-    calls run along rows (a line buffer's depthwise row: the folded kernel for any shape, its
-    windows copied where clipped at the sides)."""
-    del dsp
+    `whole_input`: it reads a whole tensor (else column rings of `slots` columns); `wide`: the
+    core's channel pairs per lone pixel's block (wide_pairs()); `special`: the layer is among
+    the specialised ones (specialised()); `across`: the calls run along rows (a line buffer's
+    depthwise row: the folded kernel for any shape, its windows copied where clipped at the
+    sides)."""
     cls = kernel_class(layer)
     pixels = sum(rows_per_call) * cols
     counts = {"calls": calls, f"{cls}.outputs": pixels * layer.cout}
@@ -266,11 +306,20 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         work = conv_calls(layer, rows_per_call, special)
         unit = macs / pixels                      # MACs per pixel, as the layer's average
         px = work["px"]
+        n_lone, ch_wide = lone_blocks(layer, wide)
         counts[f"{cls}.macs_triple"] = round(unit * px[3] * cols)
+        if layer.kernel_h > 1 and layer.stride[0] == 1 and \
+                conv_row(layer.kernel_w, layer.cin, 1) <= COMMONED_ROW:   # windows overlap
+            counts["conv.macs_near"] = counts.pop("conv.macs_triple")
         counts[f"{cls}.macs_pair"] = round(unit * px[2] * cols)
-        counts[f"{cls}.macs_single"] = macs - counts[f"{cls}.macs_triple"] - \
-            counts[f"{cls}.macs_pair"]
-        counts[f"{cls}.blocks"] = work["blocks"] * cols * -(-layer.cout // 2)
+        counts[f"{cls}.macs_wide"] = round(unit * px[1] * cols * ch_wide / layer.cout)
+        counts[f"{cls}.macs_single"] = macs - counts.get(f"{cls}.macs_triple", 0) - \
+            counts.get("conv.macs_near", 0) - counts[f"{cls}.macs_pair"] - \
+            counts[f"{cls}.macs_wide"]
+        # a block: one inner loop's set-up, per pixel block and channel pair (a lone pixel:
+        # its own blocks)
+        counts[f"{cls}.blocks"] = ((work["blocks"] - px[1]) * -(-layer.cout // 2) +
+                                   px[1] * n_lone) * cols
         counts[f"{cls}.taps"] = work["taps"] * cols
         if cls == "conv" and not conv_fits(layer):  # gathered per pixel pair and channel chunk
             counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
@@ -299,9 +348,23 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
     elif cls == "transpose_conv":                 # as the whole-tensor kernel: whole_counts
         counts["transpose_conv.macs"] = macs
         counts["transpose_conv.taps"] = macs // layer.cin
-    elif cls != "add":
+        counts["transpose_conv.pixels"] = pixels
+    elif cls not in ("add", "mul", "hard_swish", "logistic", "softmax"):
         counts[f"{cls}.macs"] = macs
     return counts
+
+
+def sums_counts(layer, rows_per_call: list[int], cols: int) -> dict:
+    """Counts of a channel split's projection (a 1x1 `layer` over one group's input channels)
+    into int32 sums, for calls of the given rows at each of `cols` columns
+    (msf_conv2d_sums_column: rows in pairs, then a lone one; input-stationary, so every output
+    channel's sums are loaded and stored once per slice of the input channels, a cost per
+    MAC). The sums' requantization is the block's (channel_split.counts: sums.outputs)."""
+    unit = layer.cin * layer.cout
+    pairs = sum(r // 2 * 2 for r in rows_per_call) * cols
+    lone = sum(r % 2 for r in rows_per_call) * cols
+    return {"calls": len(rows_per_call) * cols, "sums.macs_pair": pairs * unit,
+            "sums.macs_single": lone * unit}
 
 
 def whole_counts(layer) -> dict[str, int]:
@@ -311,7 +374,7 @@ def whole_counts(layer) -> dict[str, int]:
     (crop_s8.c); a nearest resize copies every output pixel from the one its index tables pick
     (resize_nearest_s8.c); a transposed convolution gathers, per output pixel and channel, the
     taps landing on it (transpose_conv_s8.c: its MACs, a loop set-up per tap and channel, a
-    requantization per output)."""
+    requantization per output, its first taps found per pixel)."""
     h, w, c = layer.out_shape
     if layer.op == ir.STREAM:
         return {"calls": 2, "copy.bytes": (layer.in_shape[0] + layer.state_rows) * w * c}
@@ -321,7 +384,7 @@ def whole_counts(layer) -> dict[str, int]:
         return {"calls": 1, "resize.pixels": h * w, "resize.outputs": h * w * c}
     macs = layer_macs(layer)
     return {"calls": 1, "transpose_conv.macs": macs, "transpose_conv.taps": macs // layer.cin,
-            "transpose_conv.outputs": h * w * c}
+            "transpose_conv.outputs": h * w * c, "transpose_conv.pixels": h * w}
 
 
 def add(counts: dict[str, int], more: dict) -> dict[str, int]:

@@ -3,9 +3,10 @@
 The runtime's cost is linear in a few counts the exact cost model already knows for every layer
 of an edge (each cache scheme's schedule, schemes/, the one its C executor follows; the counts
 of one layer's kernel calls in kernel_counts.py):
-- MACs, split for dense convolutions into those of paired pixels (the conv kernel computes two
-  output rows per inner loop when a call has two rows) and of lone pixels (a fused block's last
-  layer computes one row per call);
+- MACs, split for dense convolutions into those of pixels in blocks of three, pairs and lone
+  pixels (a fused block's last layer computes one row per call), a lone pixel's channels in
+  wide blocks (several channel pairs per input load: kernel_counts.wide_pairs) apart, and
+  blocks of three over stride-1 windows of short kernel rows (kernel_counts.COMMONED_ROW);
 - output elements (one requantization each), and apart those of lone pixels: a dense
   convolution's inner loop over the input channels is set up once per (pixel pair, channel pair)
   and a lone pixel shares that set-up with fewer outputs;
@@ -22,8 +23,14 @@ of one layer's kernel calls in kernel_counts.py):
   the others and a line buffer's depthwise rows the kernel for any shape (conv: pairs; folded
   depthwise: a cost per output of its own); a folded depthwise window lying across the wrap of
   a column ring is copied, as one clipped at the sides is;
-- the kernels the schedule calls on whole tensors: a transposed convolution's MACs, taps and
-  outputs, a nearest resize's pixels and bytes, a stream or crop layer's bytes moved.
+- the kernels the schedule calls on whole tensors: a transposed convolution's MACs, taps,
+  outputs and pixels, a nearest resize's pixels and bytes, a stream or crop layer's bytes moved;
+- a channel split's projection into int32 sums (pairs and lone pixels) and their
+  requantization per output; a line buffer's ring slides (memmove: bytes and calls) and its
+  row calls of a transposed layer (a copy of the layer's record each);
+- per value, each kernel of its own fixed-point math: add, mul, hard-swish, logistic, softmax
+  (leaky ReLU, PReLU, slice and concatenation, uncalibrated, priced as add); a global average
+  pool's sums and a division per channel.
 Per board, a profile holds an instructions-per-count coefficient for each (kernel class, count),
 measured on the emulated boards by benchmarks/calibrate_latency.py (QEMU -icount: instructions,
 so cycles = instructions) and stored in latency_profiles.json beside this file.
@@ -43,20 +50,21 @@ from ..model.ir import Model
 from . import schemes
 from .edge import Edge
 from .geometry import layer_macs
-from .kernel_counts import (FEATURES, add, kernel_class, spatial_counts,  # noqa: F401
-                            specialised, whole_counts)
+from .kernel_counts import (FEATURES, WIDE_DSP, add, kernel_class,  # noqa: F401
+                            spatial_counts, specialised, whole_counts, wide_pairs)
 
 PROFILES = Path(__file__).with_name("latency_profiles.json")
 DSP_CPUS = ("cortex-m4", "cortex-m7")      # __ARM_FEATURE_DSP: the kernels' SIMD paths
 
 
 def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
-                tile_rows: int = 1, dsp: bool = False,
+                tile_rows: int = 1, wide: int = WIDE_DSP,
                 group: int | None = None) -> dict[str, int]:
     """Feature counts of the edge first..last (a fusion block under `scheme`, H-cache tiles of
     `tile_rows` rows, channel groups of `group` channels) as the C executor runs it on a core
-    with (`dsp`) or without the kernels' SIMD paths: its head layers, a single layer, or the
-    block's spatial layers as its scheme counts them (schemes/)."""
+    whose lone pixels take `wide` channel pairs per block (kernel_counts.wide_pairs): its head
+    layers, a single layer, or the block's spatial layers as its scheme counts them
+    (schemes/)."""
     layers = model.layers
     end = spatial_end(model, first, last)
     counts = head_counts(model, end, last)
@@ -74,10 +82,10 @@ def edge_counts(model: Model, first: int, last: int, scheme: str = "h-cache",
         oh, ow = layer.out_shape[:2]
         tile = oh if not (last > end or stream) else 1    # msf_run_edge's tile_rows
         return add(counts, spatial_counts(layer, layer_macs(layer), ow * (oh // tile),
-                                          [tile] * (oh // tile), ow, True, dsp,
+                                          [tile] * (oh // tile), ow, True, wide,
                                           first in specialised(model)))
     e = Edge(first, last, 0, 0, scheme, {} if group is None else {"g": group}, tile_rows)
-    return add(counts, schemes.get(scheme).counts(model, e, end, last > end or stream, dsp))
+    return add(counts, schemes.get(scheme).counts(model, e, end, last > end or stream, wide))
 
 
 def spatial_end(model: Model, first: int, last: int) -> int:
@@ -94,9 +102,7 @@ def head_counts(model: Model, end: int, last: int) -> dict[str, int]:
     for l in range(end + 1, last + 1):
         layer = model.layers[l]
         cls = kernel_class(layer)
-        add(counts, {f"{cls}.macs": layer_macs(layer)})
-        if cls == "dense":
-            add(counts, {"dense.outputs": layer.cout})
+        add(counts, {f"{cls}.macs": layer_macs(layer), f"{cls}.outputs": layer.cout})
     return counts
 
 
@@ -107,7 +113,8 @@ def _streamed(model: Model, first: int, last: int) -> bool:
         (model.stream_input and first == 0)
 
 
-def count_table(model: Model, edges: list[Edge], dsp: bool = False, step=None) -> np.ndarray:
+def count_table(model: Model, edges: list[Edge], wide: int = WIDE_DSP,
+                step=None) -> np.ndarray:
     """edge_counts of every edge, one row each, a column per FEATURES. The blocks of two
     spatial layers or more that end at the same layer under the same scheme and tile height
     share their layers' counts (a layer's counts do not depend on where its block starts, but
@@ -129,7 +136,7 @@ def count_table(model: Model, edges: list[Edge], dsp: bool = False, step=None) -
         if end > e.first and hasattr(scheme, "layer_counts"):
             families.setdefault((end, e.scheme, e.tile_rows), []).append(k)
         else:
-            table[k] = vector(edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, dsp,
+            table[k] = vector(edge_counts(model, e.first, e.last, e.scheme, e.tile_rows, wide,
                                           e.detail.get("g")))
             if step is not None:
                 step.advance()
@@ -138,7 +145,7 @@ def count_table(model: Model, edges: list[Edge], dsp: bool = False, step=None) -
         lowest[end] = min([lowest.get(end, end)] + [edges[k].first for k in ks])
     memo: dict = {}                   # what a scheme's layer_counts share (a column sweep)
     for (end, name, tile_rows), ks in families.items():
-        of = schemes.get(name).layer_counts(model, end, lowest[end], tile_rows, dsp, memo)
+        of = schemes.get(name).layer_counts(model, end, lowest[end], tile_rows, wide, memo)
         rings = {l: vector(of(l, False, False)) for l in range(lowest[end] + 1, end)}
         inner = {end: np.zeros(len(FEATURES), dtype=np.int64)}   # layers l..end-1, rings
         for l in range(end - 1, lowest[end], -1):
@@ -169,9 +176,11 @@ def boards() -> list[str]:
 
 
 class Coefficients(dict):
-    """A board's instructions per count, and whether its core takes the kernels' DSP paths
-    (which changes the counts, not only their prices)."""
+    """A board's instructions per count, whether its core takes the kernels' DSP paths, and
+    its lone pixels' channel pairs per block (which changes the counts, not only their
+    prices)."""
     dsp = False
+    wide = WIDE_DSP
 
 
 def profile(board: str) -> Coefficients:
@@ -181,6 +190,7 @@ def profile(board: str) -> Coefficients:
                        f"{', '.join(boards()) or 'none'}; benchmarks/calibrate_latency.py)")
     coefficients = Coefficients(profiles[board]["coefficients"])
     coefficients.dsp = has_dsp(board)
+    coefficients.wide = wide(board)
     return coefficients
 
 
@@ -190,7 +200,8 @@ def instructions(counts: dict[str, int], coefficients: dict[str, float]) -> floa
 
 def edge_instructions(model: Model, edge: Edge, coefficients: dict[str, float]) -> float:
     return instructions(edge_counts(model, edge.first, edge.last, edge.scheme, edge.tile_rows,
-                                    getattr(coefficients, "dsp", False), edge.detail.get("g")),
+                                    getattr(coefficients, "wide", WIDE_DSP),
+                                    edge.detail.get("g")),
                         coefficients)
 
 
@@ -199,7 +210,7 @@ def edges_instructions(model: Model, edges: list[Edge], coefficients: dict[str, 
     """edge_instructions of every edge (count_table: the blocks of a family share their
     layers' counts); `step` advances by edge. Summed feature by feature, so an edge's value
     does not depend on its row (a matrix product may add a row's terms in another order)."""
-    table = count_table(model, edges, getattr(coefficients, "dsp", False), step)
+    table = count_table(model, edges, getattr(coefficients, "wide", WIDE_DSP), step)
     out = np.zeros(len(edges))
     for k, f in enumerate(FEATURES):
         if coefficients.get(f, 0.0):
@@ -214,7 +225,7 @@ def edges_exact(model: Model, edges: list[Edge], coefficients: dict[str, float],
     denominator every coefficient is an integer, and so is every edge's and path's sum. Equal
     costs then compare equal whatever the order of their terms (floats would let two plans of
     the same counts go either way and skip the solver's tie rule)."""
-    table = count_table(model, edges, getattr(coefficients, "dsp", False), step)
+    table = count_table(model, edges, getattr(coefficients, "wide", WIDE_DSP), step)
     ratios = {k: Fraction(coefficients[f]) for k, f in enumerate(FEATURES)
               if coefficients.get(f, 0.0)}
     unit = max((r.denominator for r in ratios.values()), default=1)
@@ -243,3 +254,8 @@ def f_cpu(board: str) -> int:
 def has_dsp(board: str) -> bool:
     """Whether the board's core has the DSP extension the kernels' SIMD paths use."""
     return _build(board).get("cpu") in DSP_CPUS
+
+
+def wide(board: str) -> int:
+    """The channel pairs a lone pixel's block takes on the board's core (wide_pairs)."""
+    return wide_pairs(has_dsp(board), _build(board).get("arch", ""))

@@ -7,10 +7,10 @@ the code generator read it only through this registry. A scheme module has:
 - EXECUTOR: the executor that runs its blocks, a file in msf_pio/reference/schemes/ and in
   library/src/schemes/ (C enum MSF_<EXECUTOR>): new schemes may reuse one (tiles: the H-cache's);
 - edges(model, families): its block edges, with exact RAM and MACs (blocks.py weighs them);
-- counts(model, edge, end, staged, dsp): the latency counts of the block's spatial layers
+- counts(model, edge, end, staged, wide): the latency counts of the block's spatial layers
   first..end as its executor runs them (kernel_counts.py); `staged`: the last layer's pixels
   go one by one (an iterative head, a streamed end);
-- optionally layer_counts(model, end, lowest, tile_rows, dsp, memo): counts per layer of the
+- optionally layer_counts(model, end, lowest, tile_rows, wide, memo): counts per layer of the
   blocks ending at `end` (latency.count_table prices a family of blocks at once with it; a
   layer's counts may not depend on where its block starts, but for a first layer reading the
   whole input and a last one staging); `memo` a dict shared by one table's calls;

@@ -23,6 +23,7 @@ from ...model.ir import Model, Weights
 from ..blocks import Family, edge_ram, output_shift
 from ..edge import Edge
 from ..geometry import BlockSchedule, block_schedule, column_sweep
+from ..kernel_counts import add, spatial_counts, specialised, sums_counts
 from . import h_cache, tiles
 
 NAME = "channel-split"
@@ -111,13 +112,26 @@ def edges(model: Model, fams: list[Family]) -> list[Edge]:
     return split_edges(model)
 
 
-def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+def counts(model: Model, e: Edge, end: int, staged: bool, wide: int) -> dict[str, int]:
     """Latency counts as channel_split.c runs the triple: per group, the tiles' schedule of
-    the group's layers (the project's outputs added into int32 sums)."""
+    the group's expand and depthwise (the model's kernel instances: the generator picks them
+    from the whole model's layers) and the project's pixels added into int32 sums; per tile,
+    the sums cleared and requantized into the output."""
     g = e.detail["g"]
     sub = group_model(model, e.first, 0, g, project=True)
     n = model.layers[e.first].cout // g
-    return {k: v * n for k, v in h_cache.counts(sub, e, end, staged, dsp).items()}
+    sched, produced = h_cache.rows_and_columns(sub, e, end)
+    special = specialised(model)
+    group: dict[str, int] = {}
+    for l in range(e.first, end + 1):
+        rows = (sched.row_hi[l + 1] - sched.row_lo[l + 1]).tolist()
+        cols = produced[l + 1] + 1
+        add(group, sums_counts(sub.layers[l], rows, cols) if l == end else
+            spatial_counts(sub.layers[l], sched.layer_macs[l], len(rows) * cols, rows, cols,
+                           l == e.first, wide, l in special, sched.ring_cols.get(l)))
+    out = {k: v * n for k, v in group.items()}
+    h, w, c = model.layers[end].out_shape
+    return add(out, {"sums.outputs": h * w * c})
 
 
 layer_pixels = h_cache.layer_pixels      # a group's tiles, all groups together: the tiles'

@@ -55,13 +55,13 @@ def edges(model: Model, fams: list[Family]) -> list[Edge]:
     return tile_edges(model, fams, NAME, lambda fam: [1])
 
 
-def _rows_and_columns(model: Model, e: Edge, end: int):
+def rows_and_columns(model: Model, e: Edge, end: int):
     """The tiles' schedule of the block e.first..end and the columns every layer produces."""
     sweep = column_sweep(model, end, e.first)
     return block_schedule(model, end, e.first, e.tile_rows, sweep), sweep[1]
 
 
-def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, wide: int,
                  memo: dict | None = None) -> Callable[[int, bool, bool], dict]:
     """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
     of(layer, whole_input, staged): every tile, one kernel call per column; the block's first
@@ -78,20 +78,20 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
         rows = (sched.row_hi[l + 1] - sched.row_lo[l + 1]).tolist()
         cols = produced[l + 1] + 1
         return spatial_counts(model.layers[l], sched.layer_macs[l], len(rows) * cols, rows,
-                              cols, whole_input, dsp, l in special, sched.ring_cols.get(l))
+                              cols, whole_input, wide, l in special, sched.ring_cols.get(l))
     return of
 
 
-def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+def counts(model: Model, e: Edge, end: int, staged: bool, wide: int) -> dict[str, int]:
     """Latency counts of the block's spatial layers (layer_counts)."""
-    return block_counts(layer_counts(model, end, e.first, e.tile_rows, dsp), e.first, end,
+    return block_counts(layer_counts(model, end, e.first, e.tile_rows, wide), e.first, end,
                         staged)
 
 
 def layer_pixels(model: Model, e: Edge, end: int) -> dict[int, int]:
     """Output pixels every spatial layer computes: its rows over all tiles (recomputed ones
     included) times the columns the sweep produces."""
-    s, produced = _rows_and_columns(model, e, end)
+    s, produced = rows_and_columns(model, e, end)
     return {l: int((s.row_hi[l + 1] - s.row_lo[l + 1]).sum()) * (produced[l + 1] + 1)
             for l in range(e.first, end + 1)}
 

@@ -25,7 +25,7 @@ from .. import stream_input
 from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
 from ..geometry import demand_sweep, rows_macs
-from ..kernel_counts import block_counts, spatial_counts, specialised
+from ..kernel_counts import add, block_counts, spatial_counts, specialised
 
 NAME = "line-buffer"
 EXECUTOR = "line_buffer"      # reference/schemes/line_buffer.py, library/src/schemes/line_buffer.c
@@ -105,14 +105,33 @@ def _row_call(layer) -> bool:
     return one_pixel and not layer.slope_per_pixel
 
 
-def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
+def ring_slides(model: Model, end: int, lowest: int, ring_rows: dict[int, int]) -> dict:
+    """Per internal tensor of the blocks ending at `end`, the bytes its ring's slides move and
+    their number (line_buffer.c's msf_ring_admit: a row that finds the ring full moves the
+    rows from the first one still read, or the newest capacity - 1, to the ring's start)."""
+    lives: dict[int, list[int]] = {}
+    demand_sweep(model, end, lowest, axis=0, lives=lives)
+    out = {}
+    for t, kept in lives.items():
+        cap, moved, slides, row0 = ring_rows[t], 0, 0, 0
+        for i, live in enumerate(kept):
+            if i - row0 >= cap:
+                new = max(live, i - cap + 1)
+                moved, slides, row0 = moved + i - new, slides + 1, new
+        _, w, c = model.tensor_shape(t)
+        out[t] = {"ring.bytes": moved * w * c, "ring.slides": slides}
+    return out
+
+
+def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, wide: int,
                  memo: dict | None = None) -> Callable[[int, bool, bool], dict]:
     """Latency counts of every spatial layer lowest..end of the blocks ending at `end`, as
     of(layer, whole_input, staged): every row once over the full width, a kernel call per row
     or per pixel (the last layer's pixels go one by one when staged; every layer reads whole
-    rows). A ring's slides (memmoves) are not a feature yet: not predicted. `memo`: unused (one
-    row sweep per end)."""
+    rows), and the slides of the ring it writes (ring_slides). `memo`: unused (one row sweep
+    per end)."""
     sweep = row_sweep(model, end, lowest)
+    slides = ring_slides(model, end, lowest, sweep.ring_rows)
     special = specialised(model)
 
     def of(l: int, whole_input: bool, staged: bool) -> dict:
@@ -122,15 +141,18 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, dsp: bool,
         # its row kernel) or per pixel
         by_row = _row_call(layer) and not (l == end and staged)
         per_call, calls = (cols, 1) if by_row else (1, cols)
-        return spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
-                              calls, True, dsp, l in special,
-                              across=by_row and layer.op == ir.DEPTHWISE)
+        counts = spatial_counts(layer, sweep.layer_macs[l], rows * calls, [per_call] * rows,
+                                calls, True, wide, l in special,
+                                across=by_row and layer.op == ir.DEPTHWISE)
+        if by_row and layer.op != ir.DEPTHWISE:   # msf_block_row: the transposed layer's copy
+            add(counts, {"ring.row_calls": rows})
+        return add(counts, slides.get(l + 1, {})) if l < end else counts
     return of
 
 
-def counts(model: Model, e: Edge, end: int, staged: bool, dsp: bool) -> dict[str, int]:
+def counts(model: Model, e: Edge, end: int, staged: bool, wide: int) -> dict[str, int]:
     """Latency counts of the block's spatial layers (layer_counts)."""
-    return block_counts(layer_counts(model, end, e.first, e.tile_rows, dsp), e.first, end,
+    return block_counts(layer_counts(model, end, e.first, e.tile_rows, wide), e.first, end,
                         staged)
 
 
