@@ -51,8 +51,8 @@ MODELS = {
     # a window longer than the conv kernel's buffer holds for two pixels: gathered in parts
     "conv3-c128": ([5, 5, 128], [{"op": "conv2d", "out": 20, "kernel": 3}]),
     "conv3-c2": ([14, 14, 2], [{"op": "conv2d", "out": 24, "kernel": 3}]),
-    # stride-1 windows of short kernel rows (COMMONED_ROW) against longer ones: a stem over
-    # three channels, 12 channels (36 taps)
+    # overlapping windows a few taps apart (kernel_counts.COMMONED_ROW) against farther ones:
+    # a stem over three channels, 12 channels (36 taps)
     "conv3-c3": ([16, 16, 3], [{"op": "conv2d", "out": 16, "kernel": 3}]),
     "conv3-c12": ([12, 12, 12], [{"op": "conv2d", "out": 16, "kernel": 3}]),
     "conv8x3-s2-c1": ([29, 12, 1], [{"op": "conv2d", "out": 32, "kernel": [8, 3],

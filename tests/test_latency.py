@@ -229,8 +229,8 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
         assert counts[f"{cls}.taps"] == taps * ow
         assert counts[f"{cls}.blocks"] == \
             (px[3] // 3 + px[2] // 2) * ow * -(-cout // 2) + px[1] * ow * lone_blocks
-        # blocks of three over short stride-1 kernel rows apart (kernel_counts.COMMONED_ROW)
-        near = kh > 1 and sh == 1 and row <= kernel_counts.COMMONED_ROW
+        # blocks of three over windows a few taps apart (kernel_counts.COMMONED_ROW)
+        near = kh > sh and sh * row <= kernel_counts.COMMONED_ROW
         assert counts.get("conv.macs_near" if near else f"{cls}.macs_triple", 0) == \
             round(macs * px[3] / oh)
         assert counts.get(f"{cls}.macs_triple" if near else "conv.macs_near", 0) == 0

@@ -49,9 +49,9 @@ DEFAULT_BUDGET = 48 * 1024
 # feature names: <kernel class>.<count>
 FEATURES = (
     "conv1x1.macs_triple", "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.macs_wide",
-    "conv1x1.outputs", "conv1x1.blocks", "conv1x1.taps",
+    "conv1x1.outputs", "conv1x1.blocks", "conv1x1.taps", "conv1x1.pad_taps",
     "conv.macs_triple", "conv.macs_near", "conv.macs_pair", "conv.macs_single", "conv.macs_wide",
-    "conv.outputs", "conv.blocks", "conv.taps", "conv.parts",
+    "conv.outputs", "conv.blocks", "conv.taps", "conv.pad_taps", "conv.parts",
     "sums.macs_pair", "sums.macs_single", "sums.outputs",
     "depthwise.macs", "depthwise.macs_folded", "depthwise.pad_taps", "depthwise.copies",
     "depthwise.outputs", "depthwise.outputs_any", "depthwise.pixels", "depthwise.copy_rows",
@@ -175,10 +175,11 @@ def saved_instructions(model) -> dict:
 
 
 # -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------
-# kernel rows of a stride-1 window up to this many taps: a specialised kernel's three pixels read
-# rows one kernel row apart, so GCC -O3 without the DSP path (RV32) keeps loads across groups
-# (predictive commoning) and spills in the inner loop: 5.3 instructions per MAC for 8 input
-# channels (24 taps), 3.8 for 12 (36) on qemu_esp32c3; the other cores are unaffected (their
+# overlapping windows of pixels up to this many taps apart (a stride of kernel rows): a specialised
+# kernel's three pixels read the same taps a few groups apart, so GCC -O3 without the DSP path
+# (RV32) keeps loads across groups (predictive commoning) and spills in the inner loop: a 3x3
+# stride-1 conv costs 5.3 instructions per MAC over 8 input channels (24 taps apart), 3.8 over
+# 12 (36) on qemu_esp32c3, 3.8 at stride 2 over 8 (48); the other cores are unaffected (their
 # coefficient prices it alike)
 COMMONED_ROW = 32
 
@@ -308,8 +309,8 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         px = work["px"]
         n_lone, ch_wide = lone_blocks(layer, wide)
         counts[f"{cls}.macs_triple"] = round(unit * px[3] * cols)
-        if layer.kernel_h > 1 and layer.stride[0] == 1 and \
-                conv_row(layer.kernel_w, layer.cin, 1) <= COMMONED_ROW:   # windows overlap
+        (kh, kw), sh = layer.kernel, layer.stride[0]
+        if kh > sh and sh * conv_row(kw, layer.cin, sh) <= COMMONED_ROW:   # windows overlap
             counts["conv.macs_near"] = counts.pop("conv.macs_triple")
         counts[f"{cls}.macs_pair"] = round(unit * px[2] * cols)
         counts[f"{cls}.macs_wide"] = round(unit * px[1] * cols * ch_wide / layer.cout)
@@ -321,6 +322,10 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         counts[f"{cls}.blocks"] = ((work["blocks"] - px[1]) * -(-layer.cout // 2) +
                                    px[1] * n_lone) * cols
         counts[f"{cls}.taps"] = work["taps"] * cols
+        # a filter's taps in whole groups of four (kernel rows padded to even lengths): the
+        # inner loop's slots that are no MAC, at the sides of a window clipped by padding too
+        slots = -(-kh * conv_row(kw, layer.cin, sh) // 4) * 4
+        counts[f"{cls}.pad_taps"] = pixels * layer.cout * slots - macs
         if cls == "conv" and not conv_fits(layer):  # gathered per pixel pair and channel chunk
             counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
     elif cls == "depthwise" and may_fold(layer):

@@ -6,7 +6,8 @@ of one layer's kernel calls in kernel_counts.py):
 - MACs, split for dense convolutions into those of pixels in blocks of three, pairs and lone
   pixels (a fused block's last layer computes one row per call), a lone pixel's channels in
   wide blocks (several channel pairs per input load: kernel_counts.wide_pairs) apart, and
-  blocks of three over stride-1 windows of short kernel rows (kernel_counts.COMMONED_ROW);
+  blocks of three over overlapping windows a few taps apart (kernel_counts.COMMONED_ROW), and
+  the inner loop's slots that are no MAC (taps in groups of four, windows clipped by padding);
 - output elements (one requantization each), and apart those of lone pixels: a dense
   convolution's inner loop over the input channels is set up once per (pixel pair, channel pair)
   and a lone pixel shares that set-up with fewer outputs;
