@@ -38,12 +38,18 @@ LIMIT = 12
 # over the three instruction sets (codegen/flash.py's estimate takes the same; the linked
 # instances are 1.5-3.7 KB); the instructions saved are the latency counts of the layer's
 # generic and specialised runs (as a vanilla plan runs it) priced per count at SAVED, the
-# Cortex-M4 profile's coefficients (qemu_f412zg) of the counts that differ.
+# Cortex-M4 profile's coefficients (qemu_f412zg) of the counts that differ. The counts are taken
+# as they were when SAVED was measured: one channel pair per lone pixel's block (SAVED_WIDE), its
+# wide blocks' MACs priced as lone ones, blocks of three over near windows as any triple's.
 INSTANCE_BYTES = {"conv": 3704, "depthwise": 2527}
 SAVED = {"conv1x1.macs_triple": 0.7855, "conv1x1.macs_pair": 1.3131,
          "conv1x1.macs_single": 1.3539, "conv1x1.blocks": 73.3354,
          "conv.macs_triple": 1.0025, "conv.macs_pair": 1.5341, "conv.macs_single": 1.5341,
          "conv.blocks": 71.1652, "depthwise.outputs_any": 13.1195}
+SAVED.update({"conv1x1.macs_wide": SAVED["conv1x1.macs_single"],
+              "conv.macs_wide": SAVED["conv.macs_single"],
+              "conv.macs_near": SAVED["conv.macs_triple"]})
+SAVED_WIDE = 1
 DEFAULT_BUDGET = 48 * 1024
 
 # feature names: <kernel class>.<count>
@@ -165,7 +171,7 @@ def saved_instructions(model) -> dict:
         macs = layer_macs(layer)
         if not macs:
             continue
-        runs = [spatial_counts(layer, macs, ow, [oh], ow, True, True, special)
+        runs = [spatial_counts(layer, macs, ow, [oh], ow, True, SAVED_WIDE, special)
                 for special in (False, True)]
         gain = sum(SAVED.get(f, 0.0) * (runs[0].get(f, 0) - runs[1].get(f, 0))
                    for f in set(runs[0]) | set(runs[1]))
