@@ -243,3 +243,28 @@ def test_conv_counts_are_the_kernels_chunks(tmp_path, shape, conv):
 def test_boards_with_dsp_are_the_cortex_m4_and_m7():
     assert [b for b in latency.boards() if latency.profile(b).dsp] == ["qemu_f412zg",
                                                                        "qemu_f767zi"]
+
+
+@pytest.mark.parametrize("name, memmoves, copies", [
+    # python benchmarks/function_profile.py mlperf-tiny-kws --max-overhead 1.3 (main 29984e4):
+    # rings of one row, so every slide moves nothing
+    ("mlperf-tiny-kws", 96, 100),
+    # python benchmarks/function_profile.py ssdlite-mbv2-96 --max-overhead 1.3 (main e030d94,
+    # the same plan): 1,161,834 instructions in the line buffers' memmoves
+    ("ssdlite-mbv2-96", 382, 318),
+])
+def test_line_buffer_slides_and_row_calls_are_the_calls_measured(name, memmoves, copies):
+    """A line buffer's ring slides (msf_ring_admit: one memmove each, line_buffer.ring_slides)
+    and its row calls of a transposed layer (msf_block_row: one memcpy of the layer's record)
+    over the P1 plan at F 1.3 (RAM unlimited, as function_profile.py builds it), against the
+    calls of memmove and memcpy that QEMU counted in the line-buffer executor on qemu_f767zi."""
+    model = load_model(name)
+    graph = build_graph(model)
+    plan = solvers.p1_min_ram(graph, 1.3)
+    counts: dict = {}
+    for e in plan.blocks:
+        for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
+                                        group=e.detail.get("g")).items():
+            counts[k] = counts.get(k, 0) + v
+    assert any(e.scheme == "line-buffer" for e in plan.blocks)
+    assert counts["ring.slides"] == memmoves and counts["ring.row_calls"] == copies
