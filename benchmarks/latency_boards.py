@@ -12,11 +12,12 @@ latency_profiles.json) for the plan the solver returns for that board, checked t
 built (same MACs and arena). Prints one row per run, the worst relative error per board and
 every row outside 10%.
 
---save FILE keeps the runs' results (JSON); --load FILE prints the table from them again
-without running anything, priced by the profiles as they are now (after a recalibration).
+--save FILE keeps the runs' results (a JSON line per run as it ends, so an interrupted grid
+keeps what it ran); --load FILE[,FILE...] prints the table from them again without running
+anything, priced by the profiles as they are now (after a recalibration).
 
 Run: python benchmarks/latency_boards.py [--boards a,b] [--models a,b] [--plans vanilla,..]
-     [--jobs 2] [--save FILE | --load FILE]
+     [--jobs 2] [--save FILE | --load FILE,...]
                                    (a few seconds per small run; the whole grid about an hour)
 """
 from __future__ import annotations
@@ -27,6 +28,7 @@ import sys
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from threading import Lock
 
 # the msf_pio (and so the library/) of this checkout, not an installed copy of another one
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -74,23 +76,30 @@ def run_grid(argv, description: str, build_and_run, models: list[str] | None = N
     ap.add_argument("--models", default=",".join(models or zoo.zoo_names()))
     ap.add_argument("--plans", default=",".join(p for p, _ in PLANS))
     ap.add_argument("--jobs", type=int, default=2)
-    ap.add_argument("--save", help="write the runs' results to this JSON file")
-    ap.add_argument("--load", help="the results of an earlier --save, instead of running")
+    ap.add_argument("--save", help="append the runs' results to this file (JSON lines)")
+    ap.add_argument("--load", help="the results of earlier --save runs (files a,b,...), "
+                                   "instead of running")
     args = ap.parse_args(argv)
     if args.load:
-        return [(tuple(job), tuple(result))
-                for job, result in json.loads(Path(args.load).read_text())]
+        return [(tuple(job), tuple(result)) for name in args.load.split(",")
+                for job, result in map(json.loads, Path(name).read_text().splitlines())]
     jobs = [(m, b, p) for m in args.models.split(",") for b in args.boards.split(",")
             for p in args.plans.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         core = str(tmp / "core")
         bootstrap.install_tool_scons(core, log=lambda _m: None)
+        saved = Lock()
+
+        def one(job):
+            result = build_and_run(core, tmp, *job)
+            if args.save:
+                with saved, open(args.save, "a") as f:
+                    f.write(json.dumps([job, result]) + "\n")
+            return job, result
+
         with ThreadPoolExecutor(args.jobs) as pool:
-            results = list(pool.map(lambda j: (j, build_and_run(core, tmp, *j)), jobs))
-    if args.save:
-        Path(args.save).write_text(json.dumps(results))
-    return results
+            return list(pool.map(one, jobs))
 
 
 def main(argv=None) -> int:
