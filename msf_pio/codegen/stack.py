@@ -189,6 +189,18 @@ class _Graph:
         return name in self.schedule and callee in ((SCHEDULE_CALLS,) if whole
                                                     else CALLED_KERNELS)
 
+    def _callees(self, name: str, units: frozenset, whole: bool, nesting: int):
+        """(callee, its pointer-call nesting) of the calls `name` makes for an edge of these
+        units: not another op's kernel or another scheme, not the schedule's other way, not
+        nested deeper than INDIRECT_NESTING (what deepest and reached both walk)."""
+        for callee in self.functions[name]["calls"]:
+            if self._another_kernel(name, callee, units) or \
+                    self._other_way(name, callee, whole):
+                continue
+            level = nesting + (callee == INDIRECT)
+            if level <= INDIRECT_NESTING:
+                yield callee, level
+
     @lru_cache(maxsize=None)
     def deepest(self, name: str, units: frozenset, executor: str, n: int,
                 nesting: int = 0, scratch: tuple = (), whole: bool = False) -> tuple[int, tuple]:
@@ -209,14 +221,7 @@ class _Graph:
         elif fn.get("dynamic"):
             raise ValueError(f"{name} has a dynamic frame the predictor cannot bound")
         best, via = 0, ()
-        for callee in fn["calls"]:
-            if self._another_kernel(name, callee, units):
-                continue                        # another op's kernel or another scheme
-            if self._other_way(name, callee, whole):
-                continue
-            level = nesting + (callee == INDIRECT)
-            if level > INDIRECT_NESTING:
-                continue
+        for callee, level in self._callees(name, units, whole, nesting):
             d, p = self.deepest(callee, units, executor, n, level, scratch, whole)
             if d > best:
                 best, via = d, p
@@ -228,14 +233,8 @@ class _Graph:
         """The units of the functions `deepest` may walk from `name` for an edge of these
         units: each of the edge's units is among them unless the profile lacks its kernel."""
         found = {self.functions[name].get("unit", "")}
-        for callee in self.functions[name]["calls"]:
-            if self._another_kernel(name, callee, units):
-                continue
-            if self._other_way(name, callee, whole):
-                continue
-            level = nesting + (callee == INDIRECT)
-            if level <= INDIRECT_NESTING:
-                found |= self.reached(callee, units, whole, level)
+        for callee, level in self._callees(name, units, whole, nesting):
+            found |= self.reached(callee, units, whole, level)
         return frozenset(found)
 
     def interrupt(self) -> int:

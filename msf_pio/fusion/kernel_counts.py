@@ -330,8 +330,8 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         counts[f"{cls}.taps"] = work["taps"] * cols
         # a filter's taps in whole groups of four (kernel rows padded to even lengths): the
         # inner loop's slots that are no MAC, at the sides of a window clipped by padding too
-        slots = -(-kh * conv_row(kw, layer.cin, sh) // 4) * 4
-        counts[f"{cls}.pad_taps"] = pixels * layer.cout * slots - macs
+        filter_slots = -(-kh * conv_row(kw, layer.cin, sh) // 4) * 4
+        counts[f"{cls}.pad_taps"] = pixels * layer.cout * filter_slots - macs
         if cls == "conv" and not conv_fits(layer):  # gathered per pixel pair and channel chunk
             counts["conv.parts"] = round(macs / layer.cout) * -(-layer.cout // CHANNEL_CHUNK)
     elif cls == "depthwise" and may_fold(layer):
