@@ -26,6 +26,7 @@ import yaml
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # this checkout's, and tests/
 
 from kernel_instructions import project_for, run  # noqa: E402
+from msf_pio.codegen.arena import compaction_counts  # noqa: E402
 from msf_pio.fusion import latency  # noqa: E402
 from msf_pio.fusion.planner import plan_model  # noqa: E402
 from msf_pio.model import load_model  # noqa: E402
@@ -131,12 +132,42 @@ MODELS = {
                                 {**IR, "out": 24, "expand": 6, "kernel": 3, "stride": 2}]),
     # a strided triple split in groups of 8: tiles of two rows (p1:1.3) and of one (p1:inf)
     "ir-split-s2": ([12, 12, 16], [{**IR, "out": 16, "expand": 6, "kernel": 3, "stride": 2}]),
+    # a triple to few outputs split in groups of 8: one-row tiles (p1:inf) and four-row ones
+    # (p1:1.3), the executor's own kernel calls apart from their MACs
+    "ir-split-c8": ([10, 10, 16], [{**IR, "out": 8, "expand": 6, "kernel": 3, "stride": 1}]),
+    # a DS-CNN (MLPerf Tiny's KWS, narrower): P1's line buffers write over their inputs, which
+    # slide up before each (the arena's compaction: memmove bytes)
+    "ds-cnn": ([49, 10, 1], [{"op": "conv2d", "out": 16, "kernel": [10, 4], "stride": 2,
+                              "act": "relu"}] +
+               [{"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
+                {"op": "pointwise", "out": 16, "act": "relu"}] * 4 +
+               [{"op": "avg_pool", "kernel": [25, 5]}, {"op": "dense", "out": 12}]),
     # a 1x1 and a 3x3 conv staged pixel by pixel into a head (p1): lone pixels, their output
     # channels in wide blocks (kernel_counts.lone_blocks) over many input channels
     "pw-head": ([4, 4, 96], [{"op": "pointwise", "out": 192}, {"op": "global_avgpool"},
                              {"op": "dense", "out": 10}]),
     "conv-head": ([6, 6, 32], [{"op": "conv2d", "out": 48, "kernel": 3},
                                {"op": "global_avgpool"}, {"op": "dense", "out": 10}]),
+    # few output channels (a pixel block's own set-up apart from its channel pairs' blocks)
+    # over input channels not a multiple of four (the inner loop's padding slots), as in
+    # MobileNetV2 x0.35; a depthwise layer over channels not in groups of four (the kernel for
+    # any shape's scalar loop), and a triple of such channels in an H-cache block
+    "pw30-8": ([10, 10, 30], [{"op": "pointwise", "out": 8}]),
+    "pw11-5-odd": ([12, 12, 11], [{"op": "pointwise", "out": 5}]),
+    "pw5-30": ([12, 12, 5], [{"op": "pointwise", "out": 30}]),
+    "conv3-16-4": ([10, 10, 16], [{"op": "conv2d", "out": 4, "kernel": 3}]),
+    "dw3-c11": ([14, 14, 11], [{"op": "depthwise_conv2d", "kernel": 3}]),
+    "ir-odd": ([14, 14, 5], [{**IR, "out": 8, "expanded": 30, "kernel": 3, "stride": 2},
+                             {**IR, "out": 8, "expanded": 48, "kernel": 3, "stride": 1}]),
+    # upsampling inside line buffers (every plan but vanilla): its column kernel called per
+    # pixel, a nearest resize and a transposed conv (U-Net's decoder) and a transposed conv
+    # alone
+    "lb-resize-dw-tconv": ([10, 10, 8], [{"op": "resize_nearest"},
+                                         {"op": "depthwise_conv2d", "kernel": 3},
+                                         {"op": "transpose_conv", "out": 2, "kernel": 2,
+                                          "stride": 2, "padding": "valid"}]),
+    "lb-tconv-pw": ([8, 8, 8], [{"op": "transpose_conv", "out": 8, "kernel": 3, "stride": 2},
+                                {"op": "pointwise", "out": 8}]),
 }
 # models with no YAML form, as .tflite files: a streaming model's stream and crop layers (bytes
 # moved), its 128 features in rings of 24 new rows
@@ -170,9 +201,11 @@ def nnls(a: np.ndarray, b: np.ndarray, iterations: int = 200) -> np.ndarray:
 
 
 def counts_of(model, plan, wide: int) -> dict[str, int]:
-    """The plan's counts, and the first run's restore of a streaming model's state (the
-    firmware times one run, the first)."""
+    """The plan's counts, the arena's compaction, and the first run's restore of a streaming
+    model's state (the firmware times one run, the first)."""
     total: dict[str, int] = {"copy.bytes": model.state_bytes()}
+    for c in compaction_counts(model, plan):     # the arena's compaction between edges
+        total["arena.bytes"] = total.get("arena.bytes", 0) + c["arena.bytes"]
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
                                         wide, e.detail.get("g")).items():
@@ -201,6 +234,7 @@ def main(argv=None) -> int:
             path = tmp / f"{name}{suffix}"
             path.write_bytes(data)
             model = load_model(str(path))
+            built = set()           # the model's plans so far: one already built is not again
             for label, opts in PLANS.items():
                 if label != "vanilla" and model.n_layers == 1:
                     continue
@@ -214,6 +248,11 @@ def main(argv=None) -> int:
                     continue
                 if label == "p2:lb" and not any(e.scheme == "line-buffer" for e in plan.blocks):
                     continue
+                blocks = tuple((e.first, e.last, e.scheme, e.tile_rows, e.ram, e.detail.get("g"))
+                               for e in plan.blocks)
+                if blocks in built:
+                    continue
+                built.add(blocks)
                 jobs += [(name, label, str(path), opts,
                           counts_of(model, plan, latency.wide(b)), b,
                           (plan.macs, plan.peak_ram)) for b in boards]

@@ -9,7 +9,7 @@ external memory where it maps one (custom_msf_weights_section = .msf_weights, as
 benchmarks/zoo_boards.py: qemu_f767zi's 16 MB at 0x60000000), else the model does not fit. The
 prediction is the latency cost model's (msf_pio/fusion/latency.py, the board's profile in
 latency_profiles.json) for the plan the solver returns for that board, checked to be the plan
-built (same MACs and arena). Prints one row per run, the worst relative error per board and
+built (same MACs and arena), with the arena's compaction between edges (codegen/arena.py). Prints one row per run, the worst relative error per board and
 every row outside 10%.
 
 --save FILE keeps the runs' results (a JSON line per run as it ends, so an interrupted grid
@@ -34,8 +34,9 @@ from threading import Lock
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from kernel_instructions import FIRMWARE, PLANS, run  # noqa: E402
+from msf_pio.codegen.arena import attach_compaction  # noqa: E402
 from msf_pio.fusion.planner import plan_model  # noqa: E402
-from msf_pio.model import zoo  # noqa: E402
+from msf_pio.model import load_model, zoo  # noqa: E402
 from msf_pio.pio import bootstrap  # noqa: E402
 from msf_pio.pio.project import make_project  # noqa: E402
 
@@ -121,6 +122,7 @@ def main(argv=None) -> int:
         opts = dict(PLANS)[label]
         plan, _ = plan_model(name, opts.get("objective", "min_ram"),
                              float(opts.get("max_overhead", "inf")), board=board)
+        attach_compaction(load_model(name), plan)
         same = plan.macs == int(r["macs"]) and plan.peak_ram == int(r["arena"])
         measured, predicted = int(r["cycles"]), plan.predicted_instructions
         error_rel = predicted / measured - 1

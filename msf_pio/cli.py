@@ -159,11 +159,12 @@ def _plan_options(args) -> dict:
 
 def _solve_from_args(args):
     from .fusion.planner import plan_model
-    from .codegen import stack
+    from .codegen import arena, stack
     options = _plan_options(args)
     model = _streamed(_load(args), args)
     plan, hint = plan_model(model, **options)
     stack.attach(model, plan, getattr(args, "board", None))   # the board's own profile
+    arena.attach_compaction(model, plan)
     return plan, hint
 
 
@@ -247,13 +248,14 @@ def cmd_paper_table1(args) -> int:
 
 def _codegen_plan(args):
     """Quantized model and the plan the options ask for (exact cost model)."""
-    from .codegen import stack
+    from .codegen import arena, stack
     from .verify import plan_for
     o = _plan_options(args)
     model = _streamed(_quantized_from_args(args), args)
     plan = plan_for(model, o["objective"], o["max_overhead"], o["ram_limit"], o["cost_model"],
                     board=o["board"], schemes=o["schemes"])
     stack.attach(model, plan, getattr(args, "board", None))
+    arena.attach_compaction(model, plan)
     return model, plan
 
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from msf_pio.cli import main
 from msf_pio.errors import MsfError
-from msf_pio.codegen import kernel_data
+from msf_pio.codegen import arena, kernel_data
 from msf_pio.fusion import kernel_counts, latency, solvers
 from msf_pio.fusion.geometry import layer_macs
 from msf_pio.fusion.graph import build_graph
@@ -268,3 +268,36 @@ def test_line_buffer_slides_and_row_calls_are_the_calls_measured(name, memmoves,
             counts[k] = counts.get(k, 0) + v
     assert any(e.scheme == "line-buffer" for e in plan.blocks)
     assert counts["ring.slides"] == memmoves and counts["ring.row_calls"] == copies
+
+
+def test_upsampling_calls_in_a_line_buffer_are_the_calls_measured():
+    """A line buffer runs its upsampling layers pixel by pixel, a call of the layer's column
+    kernel each (line_buffer.c's MSF_BY_PIXEL), priced apart from other kernels' calls: over
+    unet-tiny-64's P1 plan (RAM unlimited, as function_profile.py builds it) against the calls
+    of msf_transpose_conv_column and msf_resize_nearest_column that QEMU counted on qemu_f767zi
+    (python benchmarks/function_profile.py unet-tiny-64, main 943c205: 4,352 and 1,024)."""
+    model = load_model("unet-tiny-64")
+    plan = solvers.p1_min_ram(build_graph(model), math.inf)
+    counts = totals(model, plan)
+    assert [e.scheme for e in plan.blocks if any(
+        model.layers[l].op in ("resize_nearest", "transpose_conv")
+        for l in range(e.first, e.last + 1))] == ["line-buffer", "line-buffer"]
+    assert counts["transpose_conv.calls"] == 4352 and counts["resize.calls"] == 1024
+
+
+def test_compaction_is_the_memmoves_measured():
+    """The arena's compaction between edges (codegen/arena.py), priced per byte once the arena
+    is laid out: over mlperf-tiny-kws's P1 plan (RAM unlimited, as function_profile.py builds
+    it) the edges it precedes against the memmove calls QEMU counted outside the executors on
+    qemu_f767zi (python benchmarks/function_profile.py mlperf-tiny-kws, main 943c205: 4 calls,
+    160,057 instructions: 5.0 per byte of the 32,000 moved)."""
+    model = load_model("mlperf-tiny-kws")
+    plan = solvers.p1_min_ram(build_graph(model), math.inf)
+    moved = [c["arena.bytes"] for c in arena.compaction_counts(model, plan)]
+    assert sum(1 for b in moved if b) == 4 and sum(moved) == 32000
+    plan.predict_latency(model, "qemu_f767zi")
+    before = plan.predicted_instructions
+    arena.attach_compaction(model, plan)
+    price = latency.profile("qemu_f767zi").get("arena.bytes", 0.0)
+    assert plan.predicted_instructions - before == round(price * 32000)
+    assert sum(plan.edge_cycles) == pytest.approx(plan.predicted_instructions, abs=len(moved))

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..fusion import latency
 from ..fusion.geometry import arena_tensor_bytes, writes_in_place
 from ..fusion.plan import Plan
 from ..fusion.reuse import DETAIL as OVERLAP
@@ -193,3 +194,23 @@ def plan_arena(model: Model, plan: Plan) -> ArenaLayout:
     for el in edges:
         el.resident = resident
     return layout
+
+
+def compaction_counts(model: Model, plan: Plan) -> list[dict[str, int]]:
+    """Per edge, the latency counts of the compaction before it: the bytes its memmoves move
+    (newlib's memmove, a loop per byte where the two ranges overlap, as they do here)."""
+    return [{"arena.bytes": sum(m.bytes for m in el.moves)}
+            for el in plan_arena(model, plan).edges]
+
+
+def attach_compaction(model: Model, plan: Plan) -> None:
+    """Adds the arena's compaction to the plan's predicted instructions (on its board, where
+    the solver predicted them): the latency cost model prices each edge alone, but which
+    tensors slide between edges depends on the whole path, so the moves are priced once the
+    arena is laid out (fusion/latency.py)."""
+    if plan.predicted_instructions is None or not plan.feasible or plan.cost_model != "exact":
+        return
+    coefficients = latency.profile(plan.board)
+    extra = [latency.instructions(c, coefficients) for c in compaction_counts(model, plan)]
+    plan.edge_cycles = [c + int(round(x)) for c, x in zip(plan.edge_cycles, extra)]
+    plan.predicted_instructions += int(round(sum(extra)))

@@ -56,18 +56,22 @@ DEFAULT_BUDGET = 48 * 1024
 FEATURES = (
     "conv1x1.macs_triple", "conv1x1.macs_pair", "conv1x1.macs_single", "conv1x1.macs_wide",
     "conv1x1.outputs", "conv1x1.blocks", "conv1x1.taps", "conv1x1.pad_taps",
+    "conv1x1.pixel_blocks",
     "conv.macs_triple", "conv.macs_near", "conv.macs_pair", "conv.macs_single", "conv.macs_wide",
     "conv.outputs", "conv.blocks", "conv.taps", "conv.pad_taps", "conv.parts",
-    "sums.macs_pair", "sums.macs_single", "sums.outputs",
-    "depthwise.macs", "depthwise.macs_folded", "depthwise.pad_taps", "depthwise.copies",
+    "conv.pixel_blocks",
+    "sums.macs_pair", "sums.macs_single", "sums.outputs", "split.calls",
+    "depthwise.macs", "depthwise.rest_macs", "depthwise.macs_folded", "depthwise.pad_taps",
+    "depthwise.copies",
     "depthwise.outputs", "depthwise.outputs_any", "depthwise.pixels", "depthwise.copy_rows",
     "add.outputs", "mul.outputs", "hard_swish.outputs", "logistic.outputs", "softmax.outputs",
     "max_pool.macs", "max_pool.outputs", "avg_pool.macs", "avg_pool.outputs",
     "global_avgpool.macs", "global_avgpool.outputs", "dense.macs", "dense.outputs", "calls",
     "edge.count",
     "transpose_conv.macs", "transpose_conv.taps", "transpose_conv.outputs",
-    "transpose_conv.pixels", "resize.pixels", "resize.outputs", "copy.bytes", "ring.bytes",
-    "ring.slides", "ring.row_calls",
+    "transpose_conv.pixels", "transpose_conv.calls", "resize.pixels", "resize.outputs",
+    "resize.calls", "copy.bytes", "ring.bytes", "ring.slides", "ring.row_calls",
+    "arena.bytes",      # the arena's compaction between edges (codegen/arena.py), per plan
 )
 # channel pairs a lone pixel's block takes per input load (mac_s8.h, MSF_WIDE_PAIRS): two with
 # the DSP extension (its 14 registers) and on Xtensa (16), three on RV32 (32)
@@ -328,6 +332,9 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         counts[f"{cls}.blocks"] = ((work["blocks"] - px[1]) * -(-layer.cout // 2) +
                                    px[1] * n_lone) * cols
         counts[f"{cls}.taps"] = work["taps"] * cols
+        # a pixel block's own set-up (pointers, chunk), whatever its output channels: weighs
+        # most where they are few (MobileNetV2 x0.35's projections to 5 and 8 channels)
+        counts[f"{cls}.pixel_blocks"] = work["blocks"] * cols
         # a filter's taps in whole groups of four (kernel rows padded to even lengths): the
         # inner loop's slots that are no MAC, at the sides of a window clipped by padding too
         filter_slots = -(-kh * conv_row(kw, layer.cin, sh) // 4) * 4
@@ -354,6 +361,11 @@ def spatial_counts(layer, macs: int, calls: int, rows_per_call: list[int], cols:
         counts["depthwise.copy_rows"] = rows                   # place is looked up apart
         if across or not special:
             counts["depthwise.outputs_any"] = pixels * layer.cout
+    elif cls == "depthwise":
+        # a window layer's kernel for any shape: channels in groups of four (per chunk of
+        # MSF_DW_CHUNK = 16), the cin % 4 left one at a time, a scalar loop (extra per MAC)
+        counts["depthwise.macs"] = macs
+        counts["depthwise.rest_macs"] = macs * (layer.cin % 4) // layer.cin
     elif cls == "resize":                         # a pixel's copy (line buffer: a call each)
         counts["resize.pixels"] = pixels
     elif cls == "transpose_conv":                 # as the whole-tensor kernel: whole_counts

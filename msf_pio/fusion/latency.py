@@ -18,12 +18,16 @@ of one layer's kernel calls in kernel_counts.py):
   row of a whole tensor, one tap of a column ring): its set-ups ("runs") weigh most where the
   input channels are few (MLPerf Tiny's 10x4 stem over one channel);
 - kernel calls (one output column of one tile row: window set-up, the executor's descent), one
-  coefficient for every kernel;
+  coefficient for every kernel, but those a channel split's executor makes itself (no descent)
+  and an upsampling layer's per pixel in a line buffer (a resize's copy, a transposed conv's
+  taps found), each of its own price; a dense convolution's blocks of pixels (three, two, one:
+  a block's own set-up whatever its output channels, which weighs where they are few);
 - which instance of a kernel runs: a layer among the generator's specialised ones (at most
   kernel_counts.LIMIT shapes per kind) runs its shape's kernel (conv: blocks of three pixels),
   the others and a line buffer's depthwise rows the kernel for any shape (conv: pairs; folded
-  depthwise: a cost per output of its own); a folded depthwise window lying across the wrap of
-  a column ring is copied, as one clipped at the sides is;
+  depthwise: a cost per output of its own; a depthwise that does not fold: the channels past
+  its groups of four one at a time, an extra cost per MAC); a folded depthwise window lying
+  across the wrap of a column ring is copied, as one clipped at the sides is;
 - the kernels the schedule calls on whole tensors: a transposed convolution's MACs, taps,
   outputs and pixels, a nearest resize's pixels and bytes, a stream or crop layer's bytes moved;
 - a channel split's projection into int32 sums (pairs and lone pixels) and their
@@ -32,6 +36,8 @@ of one layer's kernel calls in kernel_counts.py):
 - per value, each kernel of its own fixed-point math: add, mul, hard-swish, logistic, softmax
   (leaky ReLU, PReLU, slice and concatenation, uncalibrated, priced as add); a global average
   pool's sums and a division per channel.
+The arena's compaction between edges (memmove bytes) depends on the whole plan, not on an edge:
+codegen/arena.py prices it once the arena is laid out (arena.bytes).
 Per board, a profile holds an instructions-per-count coefficient for each (kernel class, count),
 measured on the emulated boards by benchmarks/calibrate_latency.py (QEMU -icount: instructions,
 so cycles = instructions) and stored in latency_profiles.json beside this file.

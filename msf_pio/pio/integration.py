@@ -296,6 +296,7 @@ class _locked:
 def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> dict:
     from ..codegen.flash import estimate as flash_estimate
     from ..codegen.generate import generate, weight_bytes as layer_weight_bytes
+    from ..codegen.arena import attach_compaction
     from ..codegen.stack import predict as predict_stack
     from ..fusion import schemes, solvers
     from ..fusion.kernel_counts import budget_used, code_budget as code_budget_value
@@ -347,6 +348,7 @@ def _generate(options: Options, root: Path, facts: BoardFacts, f_cpu: int) -> di
         plan, stack = solve(ram_limit, planned_for)
     stack_bytes = stack.bytes if stack else None
     plan.predicted_stack = stack_bytes
+    attach_compaction(model, plan)
     step.update(2, "generating C")
     sources = generate(model, plan, measure=options.measure, stack_bytes=stack_bytes,
                        weights_section=options.weights_section)

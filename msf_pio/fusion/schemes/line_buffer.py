@@ -25,7 +25,7 @@ from .. import stream_input
 from ..blocks import Costs, Family, block_edges
 from ..edge import Edge
 from ..geometry import demand_sweep, rows_macs
-from ..kernel_counts import add, block_counts, spatial_counts, specialised
+from ..kernel_counts import add, block_counts, kernel_class, spatial_counts, specialised
 
 NAME = "line-buffer"
 EXECUTOR = "line_buffer"      # reference/schemes/line_buffer.py, library/src/schemes/line_buffer.c
@@ -146,6 +146,8 @@ def layer_counts(model: Model, end: int, lowest: int, tile_rows: int, wide: int,
                                 across=by_row and layer.op == ir.DEPTHWISE)
         if by_row and layer.op != ir.DEPTHWISE:   # msf_block_row: the transposed layer's copy
             add(counts, {"ring.row_calls": rows})
+        if layer.op in ir.UPSAMPLE_OPS:     # a pixel's call of its column kernel: its own price
+            counts[f"{kernel_class(layer)}.calls"] = counts.pop("calls")
         return add(counts, slides.get(l + 1, {})) if l < end else counts
     return of
 
