@@ -41,10 +41,10 @@ STRING = re.compile(r'^const msf_model_info_t msf_model_info = \{(.*?)^\};', re.
 UNIT_CODE = {
     "measure": 162, "profile": 2,
     "kernels/activation_s8": 4198, "kernels/add_s8": 1358, "kernels/avg_pool_padded_s8": 501,
-    "kernels/concat_s8": 208, "kernels/conv2d_s8": 16644, "kernels/crop_s8": 43,
-    "kernels/dense_s8": 980, "kernels/depthwise_conv2d_s8": 8557, "kernels/mul_s8": 429,
+    "kernels/concat_s8": 208, "kernels/conv2d_s8": 15196, "kernels/crop_s8": 43,
+    "kernels/dense_s8": 964, "kernels/depthwise_conv2d_s8": 8610, "kernels/mul_s8": 429,
     "kernels/pool_s8": 2549, "kernels/requant_s8": 3246, "kernels/resize_nearest_s8": 344,
-    "kernels/slice_s8": 144, "kernels/softmax_s8": 4622, "kernels/stream_s8": 84,
+    "kernels/slice_s8": 144, "kernels/softmax_s8": 1078, "kernels/stream_s8": 84,
     "kernels/transpose_conv_s8": 1641,
     "schemes/channel_split": 708, "schemes/h_cache": 2470, "schemes/line_buffer": 3044,
 }
@@ -117,7 +117,7 @@ def units(ops, executors, heads, called) -> tuple:
 # depthwise: clipped windows), and what dense takes from conv2d_s8.c. Measured as the .text
 # the linker kept (tflm_size.py --units: the largest over the three instruction sets).
 SPECIAL_ONLY = {
-    "kernels/conv2d_s8": ("MSF_CONV2D_ANY", ("channel_split",), 8528),
+    "kernels/conv2d_s8": ("MSF_CONV2D_ANY", ("channel_split",), 9504),
     "kernels/depthwise_conv2d_s8": ("MSF_DEPTHWISE_ANY", ("channel_split", "line_buffer"), 416),
 }
 

@@ -39,6 +39,35 @@ void msf_conv_channels_any(const msf_layer_t *l, int32_t pixels, const int16_t *
     }
 }
 
+void msf_conv_rows_clipped(int twice, const msf_layer_t *l, const msf_view_t *in, int32_t col,
+                           int32_t a, int32_t z, int32_t kw, int32_t cin, int32_t row,
+                           int32_t sw, int32_t pl, int16_t *buf)
+{
+    const int32_t ix0 = col * sw - pl, offset = l->in_offset;
+    const int32_t x0 = ix0 < 0 ? -ix0 : 0;                   /* kernel columns inside */
+    const int32_t x1 = l->in_w - ix0 < kw ? l->in_w - ix0 : kw;
+    const int contiguous = in->col_stride == cin && in->col_slots >= l->in_w;
+    const int32_t run = (contiguous ? x1 - x0 : 1) * cin;
+    for (int32_t iy = a; iy < z; iy++, buf += row) {
+        int32_t t = 0;
+        if (iy >= 0 && iy < l->in_h) {
+            for (; t < x0 * cin; t++) {
+                buf[t] = 0;
+            }
+            for (int32_t kx = x0; kx < x1; kx += run / cin, t += run) {
+                if (twice) {
+                    msf_expand(1, msf_pixel(in, iy, ix0 + kx), run, offset, buf + t);
+                } else {
+                    msf_expand(0, msf_pixel(in, iy, ix0 + kx), run, offset, buf + t);
+                }
+            }
+        }
+        for (; t < row; t++) {
+            buf[t] = 0;
+        }
+    }
+}
+
 /* `pairs` pairs of filters `stride` bytes apart from w on, over `groups` groups of the windows
  * at x (and x + d with `pair`), their accumulators started at and left in part[4 j ...]; one
  * pixel's MSF_WIDE_PAIRS pairs at a time while they last */

@@ -18,7 +18,16 @@
 #include "window.h"
 
 /* Input rows [a, z) of the kernel columns of output column col (rows outside the input, and
- * columns, as zeros) into buf, `row` int16 taps per input row, doubled with `twice` */
+ * columns, as zeros) into buf, `row` int16 taps per input row, doubled with `twice`: a column
+ * some of whose kernel columns are padding, or a view whose pixels are not next to each other
+ * (a line buffer's ring, a cache), kernel column by kernel column (conv2d_s8.c: one copy shared
+ * by every shape) */
+void msf_conv_rows_clipped(int twice, const msf_layer_t *l, const msf_view_t *in, int32_t col,
+                           int32_t a, int32_t z, int32_t kw, int32_t cin, int32_t row,
+                           int32_t sw, int32_t pl, int16_t *buf);
+
+/* ... any column; one whose kernel columns are all inside a whole tensor's rows (one run of kw
+ * cin taps per input row) inline, with the shape's constants in a specialised kernel */
 MSF_INLINE void msf_conv_rows(const int twice, const msf_layer_t *l, const msf_view_t *in,
                               int32_t col,
                               int32_t a, int32_t z, const int32_t kw, const int32_t cin,
@@ -26,42 +35,25 @@ MSF_INLINE void msf_conv_rows(const int twice, const msf_layer_t *l, const msf_v
                               int16_t *buf)
 {
     const int32_t ix0 = col * sw - pl, offset = l->in_offset;
-    const int32_t x0 = ix0 < 0 ? -ix0 : 0;                   /* kernel columns inside */
-    const int32_t x1 = l->in_w - ix0 < kw ? l->in_w - ix0 : kw;
     /* a whole tensor keeps a row's kernel columns next to each other: one run */
     const int contiguous = in->col_stride == cin && in->col_slots >= l->in_w;
-    if (contiguous && x0 == 0 && x1 == kw) {      /* every kernel column inside: runs of kw cin */
-        const int32_t top = a > 0 ? a : 0;
-        const int8_t *src = top < l->in_h ? msf_pixel(in, top, ix0) : 0;
-        for (int32_t iy = a; iy < z; iy++, buf += row) {
-            if (iy >= 0 && iy < l->in_h) {
-                msf_expand(twice, src, kw * cin, offset, buf);
-                src += in->row_stride;
-                if (row > kw * cin) {
-                    buf[kw * cin] = 0;
-                }
-            } else {
-                for (int32_t t = 0; t < row; t++) {
-                    buf[t] = 0;
-                }
-            }
-        }
+    if (!contiguous || ix0 < 0 || l->in_w - ix0 < kw) {
+        msf_conv_rows_clipped(twice, l, in, col, a, z, kw, cin, row, sw, pl, buf);
         return;
     }
+    const int32_t top = a > 0 ? a : 0;
+    const int8_t *src = top < l->in_h ? msf_pixel(in, top, ix0) : 0;
     for (int32_t iy = a; iy < z; iy++, buf += row) {
-        int32_t t = 0;
         if (iy >= 0 && iy < l->in_h) {
-            for (; t < x0 * cin; t++) {
+            msf_expand(twice, src, kw * cin, offset, buf);
+            src += in->row_stride;
+            if (row > kw * cin) {
+                buf[kw * cin] = 0;
+            }
+        } else {
+            for (int32_t t = 0; t < row; t++) {
                 buf[t] = 0;
             }
-            for (int32_t kx = x0; kx < x1; kx += contiguous ? x1 - x0 : 1) {
-                const int32_t run = (contiguous ? x1 - x0 : 1) * cin;
-                msf_expand(twice, msf_pixel(in, iy, ix0 + kx), run, offset, buf + t);
-                t += run;
-            }
-        }
-        for (; t < row; t++) {
-            buf[t] = 0;
         }
     }
 }
