@@ -75,8 +75,8 @@ def _add_solve_options(p: argparse.ArgumentParser, board: str | None = None) -> 
                    help="predict latency on this calibrated board (min_latency needs one)"
                         + ("" if board else " (default: none)"))
     p.add_argument("--code-budget", default=None, metavar="BYTES",
-                   help="code the shape-specialised kernels may take (0, 48KiB, inf) "
-                        "(default: 48KiB)")
+                   help="code the shape-specialised kernels may take (0, 39KiB, inf) "
+                        "(default: 39KiB)")
 
 
 def _add_schemes_option(p: argparse.ArgumentParser) -> None:

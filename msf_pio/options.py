@@ -31,7 +31,7 @@ def parse_ram_limit(text: str, where: str = "--ram-limit") -> float:
 
 
 def parse_code_budget(text: str, where: str = "--code-budget") -> float:
-    """Bytes of code the shape-specialised kernels may take: '0' (none), '48KiB', 'inf'."""
+    """Bytes of code the shape-specialised kernels may take: '0' (none), '39KiB', 'inf'."""
     if str(text).strip() in ("0", "0B", "0b"):
         return 0
     return parse_ram_limit(text, where)
