@@ -135,6 +135,13 @@ MODELS = {
     # a triple to few outputs split in groups of 8: one-row tiles (p1:inf) and four-row ones
     # (p1:1.3), the executor's own kernel calls apart from their MACs
     "ir-split-c8": ([10, 10, 16], [{**IR, "out": 8, "expand": 6, "kernel": 3, "stride": 1}]),
+    # and to many outputs (EfficientNet's deep triples): the sums' MACs, one-row tiles and
+    # two-row ones (pairs)
+    "ir-split-c64": ([4, 4, 32], [{**IR, "out": 64, "expand": 6, "kernel": 3, "stride": 1}]),
+    "ir-split-c96": ([4, 4, 48], [{**IR, "out": 96, "expand": 4, "kernel": 3, "stride": 1}]),
+    # and over many expanded channels (the sums' MACs per output as EfficientNet's 480-1152)
+    "ir-split-e384": ([3, 3, 64], [{**IR, "out": 48, "expand": 6, "kernel": 3, "stride": 1}]),
+    "ir-split-e576": ([2, 2, 96], [{**IR, "out": 32, "expand": 6, "kernel": 3, "stride": 1}]),
     # a DS-CNN (MLPerf Tiny's KWS, narrower): P1's line buffers write over their inputs, which
     # slide up before each (the arena's compaction: memmove bytes)
     "ds-cnn": ([49, 10, 1], [{"op": "conv2d", "out": 16, "kernel": [10, 4], "stride": 2,
@@ -142,6 +149,12 @@ MODELS = {
                [{"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
                 {"op": "pointwise", "out": 16, "act": "relu"}] * 4 +
                [{"op": "avg_pool", "kernel": [25, 5]}, {"op": "dense", "out": 12}]),
+    # the same over 8 channels: the slides' bytes a larger share of the run
+    "ds-cnn-c8": ([49, 10, 1], [{"op": "conv2d", "out": 8, "kernel": [10, 4], "stride": 2,
+                                 "act": "relu"}] +
+                  [{"op": "depthwise_conv2d", "kernel": 3, "act": "relu"},
+                   {"op": "pointwise", "out": 8, "act": "relu"}] * 4 +
+                  [{"op": "avg_pool", "kernel": [25, 5]}, {"op": "dense", "out": 12}]),
     # a 1x1 and a 3x3 conv staged pixel by pixel into a head (p1): lone pixels, their output
     # channels in wide blocks (kernel_counts.lone_blocks) over many input channels
     "pw-head": ([4, 4, 96], [{"op": "pointwise", "out": 192}, {"op": "global_avgpool"},
@@ -205,7 +218,7 @@ def counts_of(model, plan, wide: int) -> dict[str, int]:
     model's state (the firmware times one run, the first)."""
     total: dict[str, int] = {"copy.bytes": model.state_bytes()}
     for c in compaction_counts(model, plan):     # the arena's compaction between edges
-        total["arena.bytes"] = total.get("arena.bytes", 0) + c["arena.bytes"]
+        total["memmove.bytes"] = total.get("memmove.bytes", 0) + c["memmove.bytes"]
     for e in plan.blocks:
         for k, v in latency.edge_counts(model, e.first, e.last, e.scheme, e.tile_rows,
                                         wide, e.detail.get("g")).items():

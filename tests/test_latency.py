@@ -293,11 +293,11 @@ def test_compaction_is_the_memmoves_measured():
     160,057 instructions: 5.0 per byte of the 32,000 moved)."""
     model = load_model("mlperf-tiny-kws")
     plan = solvers.p1_min_ram(build_graph(model), math.inf)
-    moved = [c["arena.bytes"] for c in arena.compaction_counts(model, plan)]
+    moved = [c["memmove.bytes"] for c in arena.compaction_counts(model, plan)]
     assert sum(1 for b in moved if b) == 4 and sum(moved) == 32000
     plan.predict_latency(model, "qemu_f767zi")
     before = plan.predicted_instructions
     arena.attach_compaction(model, plan)
-    price = latency.profile("qemu_f767zi").get("arena.bytes", 0.0)
+    price = latency.profile("qemu_f767zi").get("memmove.bytes", 0.0)
     assert plan.predicted_instructions - before == round(price * 32000)
     assert sum(plan.edge_cycles) == pytest.approx(plan.predicted_instructions, abs=len(moved))

@@ -37,7 +37,7 @@ of one layer's kernel calls in kernel_counts.py):
   (leaky ReLU, PReLU, slice and concatenation, uncalibrated, priced as add); a global average
   pool's sums and a division per channel.
 The arena's compaction between edges (memmove bytes) depends on the whole plan, not on an edge:
-codegen/arena.py prices it once the arena is laid out (arena.bytes).
+codegen/arena.py prices it once the arena is laid out (memmove.bytes, as a ring slide's).
 Per board, a profile holds an instructions-per-count coefficient for each (kernel class, count),
 measured on the emulated boards by benchmarks/calibrate_latency.py (QEMU -icount: instructions,
 so cycles = instructions) and stored in latency_profiles.json beside this file.

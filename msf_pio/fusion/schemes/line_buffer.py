@@ -119,7 +119,7 @@ def ring_slides(model: Model, end: int, lowest: int, ring_rows: dict[int, int]) 
                 new = max(live, i - cap + 1)
                 moved, slides, row0 = moved + i - new, slides + 1, new
         _, w, c = model.tensor_shape(t)
-        out[t] = {"ring.bytes": moved * w * c, "ring.slides": slides}
+        out[t] = {"memmove.bytes": moved * w * c, "ring.slides": slides}
     return out
 
 
