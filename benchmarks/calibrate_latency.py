@@ -8,7 +8,7 @@ instructions-per-count coefficients of latency.FEATURES by non-negative least sq
 relative errors. Writes msf_pio/fusion/latency_profiles.json and prints the fit's residuals.
 
 Run: python benchmarks/calibrate_latency.py [--boards a,b] [--jobs 2]
-     (all five boards, 92 runs each)
+     (all five boards, 108-115 runs each: 23 min at --jobs 2)
 """
 from __future__ import annotations
 
