@@ -204,6 +204,12 @@ def compaction_counts(model: Model, plan: Plan) -> list[dict[str, int]]:
             for el in plan_arena(model, plan).edges]
 
 
+def compaction_instructions(model: Model, plan: Plan, coefficients: dict) -> list[float]:
+    """Per edge, the predicted instructions of the compaction before it (0 for an edge with
+    none; a plan of the exact cost model, whose arena this is)."""
+    return [latency.instructions(c, coefficients) for c in compaction_counts(model, plan)]
+
+
 def attach_compaction(model: Model, plan: Plan) -> None:
     """Adds the arena's compaction to the plan's predicted instructions (on its board, where
     the solver predicted them): the latency cost model prices each edge alone, but which
@@ -211,7 +217,6 @@ def attach_compaction(model: Model, plan: Plan) -> None:
     arena is laid out (fusion/latency.py)."""
     if plan.predicted_instructions is None or not plan.feasible or plan.cost_model != "exact":
         return
-    coefficients = latency.profile(plan.board)
-    extra = [latency.instructions(c, coefficients) for c in compaction_counts(model, plan)]
+    extra = compaction_instructions(model, plan, latency.profile(plan.board))
     plan.edge_cycles = [c + int(round(x)) for c, x in zip(plan.edge_cycles, extra)]
     plan.predicted_instructions += int(round(sum(extra)))
