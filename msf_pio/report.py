@@ -34,7 +34,7 @@ UNFUSED, CHOSEN, FRONTIER = "#7f7f7f", "#d62728", "#1f77b4"
 def edge_rows(plan: Plan, model, coefficients: dict | None) -> list[dict]:
     """One row per edge of `plan`: its layers, scheme, RAM, MACs, weight bytes, cycles (the
     arena's compaction before the edge included, as in the build's prediction)."""
-    moves = ([0.0] * len(plan.blocks) if coefficients is None or plan.cost_model != "exact"
+    moves = ([0.0] * len(plan.blocks) if coefficients is None
              else compaction_instructions(model, plan, coefficients))
     rows = []
     for k, e in enumerate(plan.blocks):

@@ -206,7 +206,10 @@ def compaction_counts(model: Model, plan: Plan) -> list[dict[str, int]]:
 
 def compaction_instructions(model: Model, plan: Plan, coefficients: dict) -> list[float]:
     """Per edge, the predicted instructions of the compaction before it (0 for an edge with
-    none; a plan of the exact cost model, whose arena this is)."""
+    none, and for every edge of a plan of another cost model than the exact one: its arena is
+    not the one laid out here)."""
+    if plan.cost_model != "exact":
+        return [0.0] * len(plan.blocks)
     return [latency.instructions(c, coefficients) for c in compaction_counts(model, plan)]
 
 
@@ -215,7 +218,7 @@ def attach_compaction(model: Model, plan: Plan) -> None:
     the solver predicted them): the latency cost model prices each edge alone, but which
     tensors slide between edges depends on the whole path, so the moves are priced once the
     arena is laid out (fusion/latency.py)."""
-    if plan.predicted_instructions is None or not plan.feasible or plan.cost_model != "exact":
+    if plan.predicted_instructions is None or not plan.feasible:
         return
     extra = compaction_instructions(model, plan, latency.profile(plan.board))
     plan.edge_cycles = [c + int(round(x)) for c, x in zip(plan.edge_cycles, extra)]

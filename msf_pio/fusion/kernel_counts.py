@@ -189,11 +189,11 @@ def saved_instructions(model) -> dict:
 
 # -- the conv kernel's chunks (library/src/kernels/conv2d_s8.h) ---------------------------------
 # overlapping windows of pixels up to this many taps apart (a stride of kernel rows): a specialised
-# kernel's three pixels read the same taps a few groups apart, so GCC -O3 without the DSP path
-# (RV32) keeps loads across groups (predictive commoning) and spills in the inner loop: a 3x3
-# stride-1 conv costs 5.3 instructions per MAC over 8 input channels (24 taps apart), 3.8 over
-# 12 (36) on qemu_esp32c3, 3.8 at stride 2 over 8 (48); the other cores are unaffected (their
-# coefficient prices it alike)
+# kernel's three pixels read the same taps a few groups apart, which GCC -O3's predictive
+# commoning kept in registers across groups and spilled on RV32 (a 3x3 stride-1 conv over 8
+# input channels, 24 taps apart: 5.3 instructions per MAC on qemu_esp32c3). The kernels are built
+# without it since (msf/requant.h's MSF_KERNEL_SPEED); the count stays apart, and every core's
+# coefficient now prices it as any triple's (qemu_esp32c3 2.91 against 2.95 per MAC)
 COMMONED_ROW = 32
 
 
